@@ -1,0 +1,25 @@
+// A subcommand of the `mroce` CLI: it adds its options to a CLI11 subcommand and returns the
+// function that runs it once parsing succeeded.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <functional>
+#include <string>
+
+namespace mroce::cli {
+
+// Exit codes shared by every subcommand.
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitFailed = 1;  // the job ran and its result is negative
+inline constexpr int kExitMisuse = 2;  // bad command line; one line on stderr says why
+
+struct GlobalOptions {
+    bool json = false;  // last stdout line is one JSON object
+};
+
+using Runner = std::function<int()>;
+
+// Each subcommand file defines one of these.
+Runner add_demo(CLI::App& app, const GlobalOptions& global);
+
+}  // namespace mroce::cli
