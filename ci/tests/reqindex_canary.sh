@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# The requirement index must be able to fail: a tag naming no requirement is an error (exit 1),
+# and a tagged model rule plus a tagged test counts as covered.
+set -u
+reqindex=$1
+spec=$2
+t=$(mktemp -d)
+trap 'rm -rf "$t"' EXIT
+mkdir -p "$t/spec_model" "$t/properties"
+cp "$spec" "$t/spec_model/SPEC.md"
+echo '// [R-SACK-999] no such requirement' > "$t/spec_model/model.cpp"
+python3 "$reqindex" --root "$t" >/dev/null 2>&1
+[ $? = 1 ] || { echo "FAIL: unknown tag was not rejected"; exit 1; }
+echo '// [R-HDR-20] bit order' > "$t/spec_model/model.cpp"
+echo 'TEST(X, R_HDR_20_BitOrder) {}' > "$t/properties/t.cpp"
+out=$(python3 "$reqindex" --root "$t" --json) || { echo "FAIL: clean tree rejected"; exit 1; }
+echo "$out" | tail -1 | grep -q '"covered": 1,' || { echo "FAIL: coverage not counted: $out"; exit 1; }
+echo "2 passed, 0 failed"
