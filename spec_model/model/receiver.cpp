@@ -1,0 +1,272 @@
+// The receiving side of the model: the per-path receive window, content checks and NAKs, direct
+// placement, message accounting, ACK generation, and receive completions.
+#include <algorithm>
+
+#include "model/state.hpp"
+
+namespace mroce::model {
+
+namespace {
+
+// Marks `psn` received and advances CPSN over the contiguous run [R-HDR-19].
+void mark_received(PathRx& r, uint32_t psn) {
+    r.above.insert(psn);
+    while (r.above.count(r.cpsn + 1)) {
+        r.above.erase(r.cpsn + 1);
+        ++r.cpsn;
+    }
+}
+
+}  // namespace
+
+void EndpointState::send_ack(Connection& c, uint16_t path) {
+    PathRx& r = c.rx[path];
+    // [R-ACK-5]: on the receiver's own route for the same path ID.
+    ref::Packet a = base_packet(c, ref::Opcode::Ack, path, c.tx[path].route, false);
+    a.cpsn = r.cpsn;
+    a.ce_count = r.ce_count;
+    a.ts_echo = r.ts_echo;
+    a.rate_hint = c.fs_active ? c.share : 0;  // [R-HDR-23], [R-FS-2]
+    for (uint32_t i = 0; i < 256; ++i)  // [R-HDR-20]: bit i is PSN CPSN + 1 + i, MSB first
+        if (r.above.count(r.cpsn + 1 + i)) a.sack[i / 8] |= static_cast<uint8_t>(0x80u >> (i % 8));
+    transmit(c, a);
+    ++counters.acks_sent;
+    r.unacked = 0;
+}
+
+void EndpointState::on_probe(Connection& c, uint16_t path, const ref::Packet& p) {
+    c.rx[path].ts_echo = p.timestamp;  // [R-ACK-7]
+    send_ack(c, path);                 // [R-ACK-2] (b)
+}
+
+void EndpointState::complete_recvs(Connection& c, uint16_t stream) {
+    // [R-CMP-2]: in RSN order; a stream never waits for another.
+    RecvStream& rs = c.rstreams[stream];
+    for (;;) {
+        auto it = rs.recvs.find(rs.next_complete_rsn);
+        if (it == rs.recvs.end() || !it->second.done) return;
+        PostedRecv& r = it->second;
+        Completion comp;
+        comp.conn = c.id;
+        comp.stream = stream;
+        comp.wr_id = r.wr_id;
+        comp.op = WorkOp::Recv;
+        comp.status = r.status;
+        comp.byte_len = r.status == Status::Success ? r.msg_length : 0;
+        if (r.status == Status::Success && r.is_write_imm) comp.immediate = r.immediate;
+        emit(comp);
+        r.completed = true;
+        ++rs.next_complete_rsn;
+    }
+}
+
+void EndpointState::flush_recvs(Connection& c) {
+    for (uint16_t st = 0; st < c.rstreams.size(); ++st) {
+        for (auto& [rsn, r] : c.rstreams[st].recvs) {
+            if (!r.done) {
+                r.done = true;
+                r.status = Status::Flushed;
+            }
+        }
+        complete_recvs(c, st);
+    }
+}
+
+namespace {
+
+// Result of the content checks of [R-SEC-9].
+struct Verdict {
+    std::optional<ref::NakCode> nak;
+    Region* region = nullptr;         // WRITE / WRITE_IMM / READ_REQ target
+    PostedRecv* recv = nullptr;       // SEND / WRITE_IMM
+    WorkRequest* read = nullptr;      // READ_RESP
+};
+
+WorkRequest* outstanding_read(Connection& c, uint16_t stream, uint32_t msn) {
+    for (auto& wr : c.sstreams[stream].wrs)
+        if (wr.msn == msn && wr.op == WorkOp::Read && !wr.done()) return &wr;
+    return nullptr;
+}
+
+Verdict check_content(EndpointState& s, Connection& c, const ref::Packet& p) {
+    Verdict v;
+    const bool consumes_recv = p.opcode == ref::Opcode::Send || p.opcode == ref::Opcode::WriteImm;
+    // (1) InvalidRequest [R-SEC-9], table 12.3
+    if (p.stream_id >= c.streams || p.payload_len > c.max_payload) {
+        v.nak = ref::NakCode::InvalidRequest;
+        return v;
+    }
+    if (p.opcode == ref::Opcode::ReadResp) {  // [R-PLC-5]
+        v.read = outstanding_read(c, p.stream_id, p.msn);
+        if (!v.read || v.read->length != p.msg_length) v.nak = ref::NakCode::InvalidRequest;
+        return v;
+    }
+    RecvStream& rs = c.rstreams[p.stream_id];
+    if (consumes_recv) {
+        auto it = rs.recvs.find(p.rsn);
+        if (it != rs.recvs.end()) {
+            PostedRecv& r = it->second;
+            const bool inconsistent =
+                r.message_seen && (r.msg_length != p.msg_length ||
+                                   r.is_write_imm != (p.opcode == ref::Opcode::WriteImm) ||
+                                   (r.is_write_imm && r.immediate != p.immediate));
+            if (r.done && r.status == Status::Success) {
+                v.nak = ref::NakCode::InvalidRequest;  // its message is already complete
+                return v;
+            }
+            if (inconsistent) {
+                v.nak = ref::NakCode::InvalidRequest;
+                return v;
+            }
+            v.recv = &r;
+        }
+    }
+    // (2) RemoteAccess [R-MEM-3]
+    if (p.opcode == ref::Opcode::Write || p.opcode == ref::Opcode::WriteImm ||
+        p.opcode == ref::Opcode::ReadReq) {
+        const uint32_t need =
+            p.opcode == ref::Opcode::ReadReq ? access::kRemoteRead : access::kRemoteWrite;
+        Region* r = s.memory.by_rkey(p.rkey);
+        if (!r || !(r->access & need) || !r->contains(p.remote_va, p.msg_length)) {
+            v.nak = ref::NakCode::RemoteAccess;
+            return v;
+        }
+        v.region = r;
+    }
+    // (3) RNR [R-PLC-7]
+    if (consumes_recv && !v.recv) {
+        v.nak = ref::NakCode::Rnr;
+        return v;
+    }
+    // (4) Length [R-MATCH-2]
+    if (p.opcode == ref::Opcode::Send && p.msg_length > v.recv->length) {
+        v.nak = ref::NakCode::Length;
+        return v;
+    }
+    return v;
+}
+
+}  // namespace
+
+void EndpointState::on_data(Connection& c, uint16_t path, const ref::Packet& p,
+                            std::span<const uint8_t> payload) {
+    PathRx& r = c.rx[path];
+    const uint32_t psn = p.psn;
+    // [R-PSN-3] receive window: CPSN < psn <= CPSN + 256
+    const bool in_window = serial_lt(r.cpsn, psn) && serial_le(psn, r.cpsn + 256);
+    if (!in_window && !serial_le(psn, r.cpsn)) {
+        ++counters.out_of_window;  // [R-SEC-4]
+        return;
+    }
+    if (!in_window || r.above.count(psn)) {
+        // [R-REL-8] duplicate: never placed or counted again; ACKed at once [R-ACK-2] (e)
+        ++counters.duplicates;
+        r.ts_echo = p.timestamp;  // [R-ACK-7]
+        send_ack(c, path);
+        return;
+    }
+    const uint32_t cpsn_before = r.cpsn;
+    const bool is_void = (p.flags & ref::kFlagVoid) != 0;
+    const bool ce = p.ecn == 3;
+    if (!is_void) {
+        const Verdict v = check_content(*this, c, p);
+        if (v.nak) {
+            // [R-SEC-5], [R-PLC-8]: refused, not placed, the PSN stays a hole; NAK at once [R-ACK-8]
+            if (*v.nak == ref::NakCode::Length && v.recv && !v.recv->done) {
+                v.recv->done = true;  // [R-MATCH-2]: the receive fails once, with LocalLength
+                v.recv->status = Status::LocalLength;
+                v.recv->message_seen = true;
+                v.recv->msg_length = p.msg_length;
+                complete_recvs(c, p.stream_id);
+            }
+            ref::Packet n = base_packet(c, ref::Opcode::Nak, path, c.tx[path].route, false);
+            n.nak_psn = psn;
+            n.nak_code = static_cast<uint8_t>(*v.nak);
+            n.nak_detail = *v.nak == ref::NakCode::Rnr ? cfg.rnr_detail : 0;  // [R-HDR-24]
+            transmit(c, n);
+            ++counters.naks_sent;
+            return;
+        }
+        // [R-PLC-1] place at once, then mark received.
+        auto place = [&](Region* region, uint64_t va) {
+            std::copy(payload.begin(), payload.end(),
+                      region->bytes.begin() + static_cast<std::ptrdiff_t>(va - region->va));
+            counters.placed_bytes += payload.size();
+        };
+        switch (p.opcode) {
+            case ref::Opcode::Write:  // [R-PLC-2]
+                place(v.region, p.remote_va + p.msg_offset);
+                break;
+            case ref::Opcode::WriteImm:
+            case ref::Opcode::Send: {
+                PostedRecv& rv = *v.recv;
+                if (p.opcode == ref::Opcode::WriteImm) {
+                    place(v.region, p.remote_va + p.msg_offset);  // [R-PLC-2]
+                } else {
+                    place(memory.containing(rv.va, rv.length), rv.va + p.msg_offset);  // [R-PLC-3]
+                }
+                rv.message_seen = true;
+                rv.msg_length = p.msg_length;
+                rv.is_write_imm = p.opcode == ref::Opcode::WriteImm;
+                rv.immediate = p.immediate;
+                rv.bytes += payload.size();  // [R-PLC-6]: each segment counted once
+                if (rv.bytes == rv.msg_length && !rv.done) {
+                    rv.done = true;
+                    rv.status = Status::Success;
+                }
+                break;
+            }
+            case ref::Opcode::ReadReq: {  // [R-PLC-4]
+                ResponseJob job;
+                job.stream = p.stream_id;
+                job.msn = p.msn;
+                job.source_va = p.remote_va;
+                job.length = p.msg_length;
+                job.total_segments =
+                    p.msg_length == 0 ? 1 : (p.msg_length + c.max_payload - 1) / c.max_payload;
+                c.responses.push_back(job);
+                break;
+            }
+            case ref::Opcode::ReadResp: {  // [R-PLC-5]
+                WorkRequest& rd = *v.read;
+                place(memory.containing(rd.local_va, rd.length), rd.local_va + p.msg_offset);
+                rd.read_bytes += payload.size();
+                rd.read_response_seen = true;
+                if (rd.read_bytes == rd.length) rd.delivered = true;  // [R-REL-10]
+                break;
+            }
+            default:
+                break;
+        }
+    }
+    mark_received(r, psn);
+    r.ts_echo = p.timestamp;  // [R-ACK-7]
+    if (ce) {
+        ++r.ce_count;  // [R-ACK-6]
+    }
+    fs_on_data(c, is_void ? 0 : p.payload_len);  // [R-FS-2], [R-FS-3]
+    if (!is_void && p.opcode != ref::Opcode::Write && p.opcode != ref::Opcode::ReadReq) {
+        if (p.opcode == ref::Opcode::ReadResp) {
+            complete_sends(c, p.stream_id);
+        } else {
+            complete_recvs(c, p.stream_id);
+        }
+    }
+    // [R-ACK-2]: immediate ACK triggers
+    const bool ar = (p.flags & ref::kFlagAr) != 0;
+    const bool made_gap = psn != cpsn_before + 1;
+    const bool filled_gap = uint32_t(r.cpsn - cpsn_before) > 1;
+    if (ar || made_gap || filled_gap || ce || is_void) {
+        send_ack(c, path);
+        return;
+    }
+    // [R-ACK-3] coalescing within the bounds
+    if (r.unacked == 0) r.first_unacked = now;
+    ++r.unacked;
+    if (r.unacked >= 16 ||
+        choices->ack_now(r.unacked, now - r.first_unacked, cfg.ack_every, cfg.ack_delay_us)) {
+        send_ack(c, path);
+    }
+}
+
+}  // namespace mroce::model
