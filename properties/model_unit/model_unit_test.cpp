@@ -48,7 +48,7 @@ TEST(ModelData, R_PLC_2_WriteLandsByteExactOverAllPaths) {
     EXPECT_TRUE(net.completions[1].empty());  // [R-CMP-3] no completion for a plain Write
 }
 
-TEST(ModelData, R_REL_5_LostPacketRetransmittedSamePathSamePsn) {
+TEST(ModelData, R_REL_5_R_REL_4_LostPacketRetransmittedSamePathSamePsn) {
     Pair net;
     net.setup();
     std::optional<ref::Packet> dropped;
@@ -79,7 +79,7 @@ TEST(ModelData, R_REL_5_LostPacketRetransmittedSamePathSamePsn) {
     EXPECT_EQ(retx, 1);  // precise: exactly the missing packet
 }
 
-TEST(ModelData, R_MATCH_1_SendsMatchReceivesByRsnOutOfOrder) {
+TEST(ModelData, R_MATCH_1_R_ARCH_1_R_PLC_1_SendsMatchReceivesByRsnOutOfOrder) {
     Pair net;
     net.setup();
     // Two Sends on stream 1; the first Send's only packet is lost once, so the second arrives first.
@@ -285,7 +285,7 @@ TEST(ModelWire, R_ENC_9_R_ENC_10_EcnAndDscpByPacketClass) {
     EXPECT_GT(acks, 0);
 }
 
-TEST(ModelAck, R_ACK_2_GapDrawsImmediateAckWithSackBits_R_HDR_20) {
+TEST(ModelAck, R_ACK_2_R_ACK_4_GapDrawsImmediateAckWithSackBits_R_HDR_20) {
     Pair net;
     net.setup();
     uint32_t lost_psn = 0;
@@ -524,6 +524,123 @@ TEST(ModelFairShare, R_FS_4_SharesSplitCapacityAndNeverExceedIt) {
         EXPECT_EQ(it->second, 500u);
         EXPECT_EQ(std::next(it)->second, 500u);
     }
+}
+
+}  // namespace
+}  // namespace mroce::model::testing
+
+namespace mroce::model::testing {
+namespace {
+
+TEST(ModelSecurity, R_HDR_29_R_VAL_3_CorruptFrameDroppedCountedUnanswered) {
+    Pair net;
+    net.setup();
+    std::vector<uint8_t> frame;
+    net.filter = [&](int from, const ref::Packet& p, std::vector<uint8_t>& f) {
+        if (from == 0 && ref::is_data_opcode(p.opcode) && frame.empty()) {
+            frame = f;
+            f[f.size() - 10] ^= 0x01;  // a payload byte: only the ICRC can tell
+        }
+        return true;
+    };
+    net.handle(0, PostWrite{net.conn[0], 0, 1, 0x10000, 100, net.keys[0][0].lkey, 0x90000,
+                            net.keys[1][0].rkey, std::nullopt});
+    const size_t b_sent = net.sent[1].size();
+    net.run(net.now() + 6);  // the corrupted frame arrives; nothing else yet
+    EXPECT_EQ(net.b().counters().decode_errors[size_t(ref::ErrorKind::Icrc)], 1u);
+    EXPECT_EQ(net.sent[1].size(), b_sent);  // not answered
+    EXPECT_EQ(net.b().counters().placed_bytes, 0u);
+    net.filter = nullptr;
+    net.run(net.now() + 5000, [&] { return !net.completions[0].empty(); });
+    ASSERT_EQ(net.completions[0].size(), 1u);  // recovered by loss recovery
+    EXPECT_EQ(net.completions[0][0].status, Status::Success);
+}
+
+TEST(ModelSecurity, R_CONN_9_UnknownDcidDropped_R_PATH_1_BadPathDropped) {
+    Pair net;
+    net.setup();
+    std::vector<uint8_t> frame;
+    net.filter = [&](int from, const ref::Packet& p, std::vector<uint8_t>& f) {
+        if (from == 0 && ref::is_data_opcode(p.opcode) && frame.empty()) frame = f;
+        return true;
+    };
+    net.handle(0, PostWrite{net.conn[0], 0, 1, 0x10000, 100, net.keys[0][0].lkey, 0x90000,
+                            net.keys[1][0].rkey, std::nullopt});
+    net.run(net.now() + 5000, [&] { return !net.completions[0].empty(); });
+    ASSERT_FALSE(frame.empty());
+    auto d = ref::decode(frame);
+    std::vector<uint8_t> payload(frame.begin() + d.packet.payload_offset,
+                                 frame.begin() + d.packet.payload_offset + d.packet.payload_len);
+    ref::Packet p = d.packet;
+    p.dcid = 0xDEADBEEF;
+    const size_t sent = net.sent[1].size();
+    net.apply(1, net.b().handle(net.now(), Receive{ref::encode(p, payload)}));
+    EXPECT_EQ(net.b().counters().unknown_dcid, 1u);
+    p = d.packet;
+    p.path_id = 4;  // negotiated P = 4
+    p.psn += 1;
+    net.apply(1, net.b().handle(net.now(), Receive{ref::encode(p, payload)}));
+    EXPECT_EQ(net.b().counters().bad_path, 1u);
+    EXPECT_EQ(net.sent[1].size(), sent);  // neither answered
+}
+
+TEST(ModelSecurity, R_MEM_2_DeregisteredKeyRefused) {
+    Pair net;
+    net.setup();
+    net.handle(1, RegisterMemory{0x200000, 4096, access::kRemoteWrite | access::kLocalWrite});
+    ASSERT_EQ(net.keys[1].size(), 2u);
+    const auto k = net.keys[1][1];
+    net.handle(1, DeregisterMemory{k.lkey});
+    net.handle(0, PostWrite{net.conn[0], 0, 1, 0x10000, 100, net.keys[0][0].lkey, 0x200000, k.rkey,
+                            std::nullopt});
+    net.run(net.now() + 5000, [&] { return !net.completions[0].empty(); });
+    ASSERT_EQ(net.completions[0].size(), 1u);
+    EXPECT_EQ(net.completions[0][0].status, Status::RemoteAccess);
+}
+
+TEST(ModelCc, R_CC_5_LossDoesNotShrinkTheWindow_R_CC_3_InFlightBoundedByCwnd) {
+    Pair net;
+    net.setup();
+    int n = 0;
+    net.filter = [&](int from, const ref::Packet& p, std::vector<uint8_t>&) {
+        return !(from == 0 && ref::is_data_opcode(p.opcode) && (++n % 7) == 0);
+    };
+    net.handle(0, PostWrite{net.conn[0], 0, 1, 0x10000, 400 * 1024, net.keys[0][0].lkey, 0x90000,
+                            net.keys[1][0].rkey, std::nullopt});
+    uint32_t min_cwnd = 1000;
+    while (net.completions[0].empty() && net.now() < 100000) {
+        net.run(net.now() + 3);
+        for (uint16_t p = 0; p < 4; ++p) {
+            auto v = net.a().path_view(net.conn[0], p);
+            EXPECT_LE(v->in_flight, v->cwnd);             // [R-CC-3]
+            EXPECT_LE(v->snxt - v->suna, 256u);           // [R-PSN-4]
+            min_cwnd = std::min(min_cwnd, v->cwnd);
+        }
+    }
+    ASSERT_EQ(net.completions[0].size(), 1u);
+    EXPECT_GE(min_cwnd, 16u);  // never below INIT_CWND: loss is not congestion
+    EXPECT_GT(net.a().counters().retransmissions, 0u);
+}
+
+TEST(ModelAck, R_ACK_9_OlderAckMovesNothingBack) {
+    Pair net;
+    net.setup();
+    std::vector<std::vector<uint8_t>> acks;
+    net.filter = [&](int from, const ref::Packet& p, std::vector<uint8_t>& f) {
+        if (from == 1 && p.opcode == ref::Opcode::Ack && p.path_id == 0) acks.push_back(f);
+        return true;
+    };
+    net.handle(0, PostWrite{net.conn[0], 0, 1, 0x10000, 64 * 4096, net.keys[0][0].lkey, 0x90000,
+                            net.keys[1][0].rkey, std::nullopt});
+    net.run(net.now() + 5000, [&] { return !net.completions[0].empty(); });
+    ASSERT_GE(acks.size(), 2u);
+    const auto before = *net.a().path_view(net.conn[0], 0);
+    net.apply(0, net.a().handle(net.now(), Receive{acks.front()}));  // a stale ACK, replayed
+    const auto after = *net.a().path_view(net.conn[0], 0);
+    EXPECT_EQ(after.suna, before.suna);
+    EXPECT_EQ(after.snxt, before.snxt);
+    EXPECT_EQ(after.cwnd, before.cwnd);
+    EXPECT_EQ(after.in_flight, 0u);
 }
 
 }  // namespace

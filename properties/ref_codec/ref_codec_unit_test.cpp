@@ -739,6 +739,7 @@ TEST_P(RefCodecIp, R_VAL_1_Check17_Icrc) {
   EXPECT_EQ(outcome(h), "Icrc");
 }
 
+// [R-CONV-4]: a non-zero reserved field is rejected.
 TEST_P(RefCodecIp, R_VAL_1_Check18_Reserved_BthReservedBits) {
   for (const uint8_t nibble : {1, 8, 15}) {
     Frame f = frame(Opcode::Probe);

@@ -761,7 +761,7 @@ DecodeResult decode(std::span<const uint8_t> frame, uint16_t udp_port) {
   const bool dcid_ok = (opcode == Opcode::Connect) ? (p.dcid == 0) : (p.dcid != 0);
   const bool path_ok = !is_control_opcode(opcode) || p.path_id == 0;
   if (!bth_reserved_zero || !flags_allowed || !dcid_ok || !path_ok) {
-    return fail(ErrorKind::Reserved);
+    return fail(ErrorKind::Reserved);  // [R-CONV-4] reserved fields are checked as zero
   }
 
   if (is_data_opcode(opcode)) {

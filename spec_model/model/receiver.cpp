@@ -19,6 +19,7 @@ void mark_received(PathRx& r, uint32_t psn) {
 
 }  // namespace
 
+// [R-ACK-4]: called synchronously, so the ACK reflects every packet processed before it.
 void EndpointState::send_ack(Connection& c, uint16_t path) {
     PathRx& r = c.rx[path];
     // [R-ACK-5]: on the receiver's own route for the same path ID.
@@ -148,6 +149,7 @@ Verdict check_content(EndpointState& s, Connection& c, const ref::Packet& p) {
 
 }  // namespace
 
+// [R-ARCH-1]: every data packet is placed on arrival from its own fields; nothing is buffered.
 void EndpointState::on_data(Connection& c, uint16_t path, const ref::Packet& p,
                             std::span<const uint8_t> payload) {
     PathRx& r = c.rx[path];

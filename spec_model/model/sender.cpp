@@ -389,7 +389,7 @@ void EndpointState::on_ack(Connection& c, uint16_t path, const ref::Packet& ack)
                     wr->delivered = true;
             continue;
         }
-        o.state = PsnState::Lost;
+        o.state = PsnState::Lost;  // [R-CC-5]: loss never touches cwnd
     }
     // [R-PATH-6] back to ACTIVE
     if ((newly > 0 || answered_probe) && t.state != PathState::Active) {
