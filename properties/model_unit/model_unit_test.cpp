@@ -645,3 +645,43 @@ TEST(ModelAck, R_ACK_9_OlderAckMovesNothingBack) {
 
 }  // namespace
 }  // namespace mroce::model::testing
+
+namespace mroce::model::testing {
+namespace {
+
+TEST(ModelErrors, R_REL_9_VoidedSendCancelsItsReceiveLater_R_CMP_2) {
+    Pair net;
+    net.setup();
+    net.handle(0, PostSend{net.conn[0], 0, 1, 0x10000, 10, net.keys[0][0].lkey});
+    net.run(net.now() + 5000, [&] { return !net.completions[0].empty(); });
+    ASSERT_EQ(net.completions[0].size(), 1u);
+    ASSERT_EQ(net.completions[0][0].status, Status::RnrRetryExceeded);
+    // The receive for RSN 0 is posted after the Send gave up: it is canceled at once, and the next
+    // Send/receive pair of the stream is not blocked behind it.
+    net.handle(1, PostRecv{net.conn[1], 0, 50, 0x90000, 64, net.keys[1][0].lkey});
+    net.handle(1, PostRecv{net.conn[1], 0, 51, 0x90100, 64, net.keys[1][0].lkey});
+    net.handle(0, PostSend{net.conn[0], 0, 2, 0x10000, 20, net.keys[0][0].lkey});
+    net.run(net.now() + 5000, [&] { return net.completions[1].size() == 2; });
+    ASSERT_EQ(net.completions[1].size(), 2u);
+    EXPECT_EQ(net.completions[1][0].wr_id, 50u);
+    EXPECT_EQ(net.completions[1][0].status, Status::Canceled);
+    EXPECT_EQ(net.completions[1][1].wr_id, 51u);
+    EXPECT_EQ(net.completions[1][1].status, Status::Success);
+    EXPECT_EQ(net.completions[1][1].byte_len, 20u);
+}
+
+TEST(ModelErrors, R_REL_9_RefusedWriteImmCancelsPostedReceive) {
+    Pair net;
+    net.setup();
+    net.handle(1, PostRecv{net.conn[1], 1, 60, 0x90000, 0, net.keys[1][0].lkey});
+    net.handle(0, PostWrite{net.conn[0], 1, 1, 0x10000, 100, net.keys[0][0].lkey, 0x90000,
+                            net.keys[1][0].rkey ^ 0xFF00, 7u});
+    net.run(net.now() + 5000, [&] { return !net.completions[1].empty() && !net.completions[0].empty(); });
+    ASSERT_EQ(net.completions[0].size(), 1u);
+    EXPECT_EQ(net.completions[0][0].status, Status::RemoteAccess);
+    ASSERT_EQ(net.completions[1].size(), 1u);
+    EXPECT_EQ(net.completions[1][0].status, Status::Canceled);
+}
+
+}  // namespace
+}  // namespace mroce::model::testing

@@ -570,7 +570,13 @@ std::vector<Action> Endpoint::handle(Time now, const Event& event) {
                 r.wr_id = e.wr_id;
                 r.va = e.va;
                 r.length = e.length;
-                rs.recvs[rs.next_post_rsn++] = r;  // [R-MATCH-1]
+                const uint32_t rsn = rs.next_post_rsn++;
+                if (rs.canceled.erase(rsn)) {  // [R-REL-9]: its message was already abandoned
+                    r.done = true;
+                    r.status = Status::Canceled;
+                }
+                rs.recvs[rsn] = r;  // [R-MATCH-1]
+                s.complete_recvs(*c, e.stream);
             },
             [&](const Close& e) {
                 auto it = s.conns.find(e.conn);

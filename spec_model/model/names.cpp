@@ -13,6 +13,7 @@ std::string_view status_name(Status s) {
         case Status::RnrRetryExceeded: return "RnrRetryExceeded";
         case Status::ConnectionFailed: return "ConnectionFailed";
         case Status::Flushed: return "Flushed";
+        case Status::Canceled: return "Canceled";
     }
     return "UNKNOWN";
 }

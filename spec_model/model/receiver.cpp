@@ -170,6 +170,19 @@ void EndpointState::on_data(Connection& c, uint16_t path, const ref::Packet& p,
     const uint32_t cpsn_before = r.cpsn;
     const bool is_void = (p.flags & ref::kFlagVoid) != 0;
     const bool ce = p.ecn == 3;
+    if (is_void && (p.opcode == ref::Opcode::Send || p.opcode == ref::Opcode::WriteImm) &&
+        p.stream_id < c.streams) {
+        // [R-REL-9] the VOID of a receive-consuming message cancels its RSN.
+        RecvStream& rs = c.rstreams[p.stream_id];
+        auto it = rs.recvs.find(p.rsn);
+        if (it == rs.recvs.end()) {
+            if (!serial_lt(p.rsn, rs.next_post_rsn)) rs.canceled.insert(p.rsn);
+        } else if (!it->second.done) {
+            it->second.done = true;
+            it->second.status = Status::Canceled;
+            complete_recvs(c, p.stream_id);
+        }
+    }
     if (!is_void) {
         const Verdict v = check_content(*this, c, p);
         if (v.nak) {

@@ -185,6 +185,7 @@ struct RecvStream {
     std::map<uint32_t, PostedRecv> recvs;  // by RSN; kept after completion (the model never forgets)
     uint32_t next_post_rsn = 0;
     uint32_t next_complete_rsn = 0;
+    std::set<uint32_t> canceled;  // RSNs voided by the sender before their receive was posted [R-REL-9]
 };
 
 struct Connection {

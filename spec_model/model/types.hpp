@@ -29,6 +29,7 @@ enum class Status : uint8_t {
     RnrRetryExceeded,
     ConnectionFailed,
     Flushed,
+    Canceled,
 };
 std::string_view status_name(Status s);
 

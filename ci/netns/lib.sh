@@ -1,0 +1,120 @@
+# Shared functions for the two-namespace test network (sourced by netns.sh, smoke.sh and the
+# benchmark scripts). Two namespaces, A and B, joined by P veth pairs, one per plane:
+#
+#   ns ${PREFIX}-a   mra<p>  <== veth ==>  mrb<p>   ns ${PREFIX}-b
+#   198.18.<p>.1/24                         198.18.<p>.2/24        (RFC 2544 benchmarking range)
+#   fd00:6d72:<p>::1/64                     fd00:6d72:<p>::2/64    (unique local)
+#   02:00:00:00:0a:<p>                      02:00:00:00:0b:<p>
+#
+# Addresses exist only inside the namespaces; nothing is configured in the root namespace, and no
+# traffic leaves the two namespaces. Needs root (ip netns, nft).
+
+MROCE_NETNS_PREFIX=${MROCE_NETNS_PREFIX:-mroce}
+NS_A="${MROCE_NETNS_PREFIX}-a"
+NS_B="${MROCE_NETNS_PREFIX}-b"
+
+netns_need_root() {
+  if [ "$(id -u)" != 0 ]; then
+    echo "netns: needs root (ip netns / veth / nftables); not root, nothing done" >&2
+    return 77
+  fi
+}
+
+netns_exists() { ip netns list 2>/dev/null | awk '{print $1}' | grep -qx "$1"; }
+
+netns_if() {  # side plane -> interface name
+  echo "mr$1$2"
+}
+netns_ip4() { echo "198.18.$2.$([ "$1" = a ] && echo 1 || echo 2)"; }
+netns_ip6() { echo "fd00:6d72:$2::$([ "$1" = a ] && echo 1 || echo 2)"; }
+netns_mac() { printf '02:00:00:00:0%s:%02x\n' "$1" "$2"; }
+netns_ns() { [ "$1" = a ] && echo "$NS_A" || echo "$NS_B"; }
+
+# netns_up PLANES [MTU]: creates both namespaces and the veth pairs (recreates them when present).
+netns_up() {
+  local planes=${1:-2} mtu=${2:-9000} p
+  netns_need_root || return $?
+  netns_down
+  ip netns add "$NS_A"
+  ip netns add "$NS_B"
+  for ns in "$NS_A" "$NS_B"; do
+    ip -n "$ns" link set lo up
+    # No DAD: addresses usable at once; no router solicitations and such on the test links.
+    ip netns exec "$ns" sysctl -qw net.ipv6.conf.all.accept_dad=0 net.ipv6.conf.default.accept_dad=0
+  done
+  for ((p = 0; p < planes; p++)); do
+    local ia ib
+    ia=$(netns_if a "$p")
+    ib=$(netns_if b "$p")
+    ip link add "$ia" netns "$NS_A" type veth peer name "$ib" netns "$NS_B"
+    for side in a b; do
+      local ns ifc
+      ns=$(netns_ns $side)
+      ifc=$(netns_if $side "$p")
+      ip -n "$ns" link set "$ifc" address "$(netns_mac $side "$p")" mtu "$mtu"
+      ip -n "$ns" addr add "$(netns_ip4 $side "$p")/24" dev "$ifc"
+      ip -n "$ns" addr add "$(netns_ip6 $side "$p")/64" dev "$ifc" nodad
+      ip -n "$ns" link set "$ifc" up
+    done
+  done
+}
+
+# netns_down: removes both namespaces (their veths go with them). Idempotent.
+netns_down() {
+  local ns
+  for ns in "$NS_A" "$NS_B"; do
+    if netns_exists "$ns"; then
+      ip netns pids "$ns" 2>/dev/null | xargs -r kill 2>/dev/null || true
+      ip netns del "$ns" 2>/dev/null || true
+    fi
+  done
+}
+
+# netns_planes: number of planes currently set up.
+netns_planes() { ip -n "$NS_A" -o link show 2>/dev/null | grep -c ' mra[0-9]*@' || true; }
+
+# netns_loss SIDE N|off: drops N/10000 of the frames leaving namespace SIDE (a|b) on every plane,
+# with nftables `numgen random mod 10000 < N drop` on each veth's netdev egress hook: it sees
+# kernel traffic (TCP, ping) and AF_PACKET sends (the af_packet port uses qdisc_bypass=0), not
+# AF_XDP (which bypasses the stack). GSO is capped to one segment so that one drop is one frame.
+netns_loss() {
+  local side=$1 n=$2 ns p ifc chains=""
+  ns=$(netns_ns "$side")
+  ip netns exec "$ns" nft delete table netdev mroce_loss 2>/dev/null || true
+  [ "$n" = off ] || [ "$n" = 0 ] && return 0
+  if ! [[ "$n" =~ ^[0-9]+$ ]] || [ "$n" -gt 10000 ]; then
+    echo "netns: loss must be 0..10000 (per 10000) or off, got '$n'" >&2
+    return 2
+  fi
+  for ((p = 0; p < $(netns_planes); p++)); do
+    ifc=$(netns_if "$side" "$p")
+    ip -n "$ns" link set "$ifc" gso_max_segs 1 2>/dev/null || true
+    chains+="chain eg$p { type filter hook egress device \"$ifc\" priority 0; numgen random mod 10000 < $n counter drop; }
+"
+  done
+  ip netns exec "$ns" nft -f - <<NFT
+table netdev mroce_loss {
+$chains}
+NFT
+}
+
+# netns_plane PLANE down|up: takes a plane's veth pair down (both ends) or up again.
+netns_plane() {
+  local p=$1 state=$2
+  [ "$state" = down ] || [ "$state" = up ] || { echo "netns: state must be down or up" >&2; return 2; }
+  ip -n "$NS_A" link set "$(netns_if a "$p")" "$state"
+  ip -n "$NS_B" link set "$(netns_if b "$p")" "$state"
+}
+
+netns_status() {
+  local ns
+  for ns in "$NS_A" "$NS_B"; do
+    if netns_exists "$ns"; then
+      echo "== $ns"
+      ip -n "$ns" -br addr show
+      ip netns exec "$ns" nft list tables 2>/dev/null
+    else
+      echo "== $ns (absent)"
+    fi
+  done
+}

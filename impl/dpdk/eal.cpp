@@ -1,0 +1,82 @@
+#include "dpdk/eal.hpp"
+
+#include <rte_cycles.h>
+#include <rte_eal.h>
+#include <rte_errno.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <mutex>
+#include <stdexcept>
+
+namespace mroce::dpdk {
+namespace {
+
+Eal* g_eal = nullptr;
+uint64_t g_tsc_hz = 0;
+uint64_t g_tsc_start = 0;
+
+}  // namespace
+
+std::vector<std::string> eal_args(const EalOptions& o) {
+    std::vector<std::string> a{"mroce"};
+    a.push_back("--lcores=" + o.lcores);
+    if (o.no_huge) a.push_back("--no-huge");
+    if (o.memory_mb) a.push_back("-m" + std::to_string(o.memory_mb));
+    a.push_back("--file-prefix=" + (o.file_prefix.empty() ? "mroce-" + std::to_string(getpid()) : o.file_prefix));
+    if (o.no_pci) a.push_back("--no-pci");
+    if (o.no_telemetry) a.push_back("--no-telemetry");
+    for (const auto& v : o.vdevs) a.push_back("--vdev=" + v);
+    if (!o.log_level.empty()) a.push_back("--log-level=" + o.log_level);
+    for (const auto& e : o.extra) a.push_back(e);
+    return a;
+}
+
+Eal& Eal::init(const EalOptions& o) {
+    static std::mutex m;
+    std::lock_guard lock(m);
+    if (g_eal) {
+        if (!(g_eal->opts_ == o)) throw std::runtime_error("EAL already initialised with other options");
+        return *g_eal;
+    }
+    // Leaked on purpose: destroyed by the atexit hook below, after static objects that may hold
+    // ports, and never re-created (EAL cannot be initialised twice).
+    g_eal = new Eal(o);
+    std::atexit([] {
+        delete g_eal;
+    });
+    return *g_eal;
+}
+
+bool Eal::initialised() { return g_eal != nullptr; }
+
+Eal::Eal(const EalOptions& o) : opts_(o) {
+    auto args = eal_args(o);
+    std::vector<char*> argv;
+    for (auto& s : args) argv.push_back(s.data());
+    argv.push_back(nullptr);
+    if (rte_eal_init(int(args.size()), argv.data()) < 0)
+        throw std::runtime_error(std::string("rte_eal_init failed: ") + rte_strerror(rte_errno));
+    g_tsc_hz = rte_get_tsc_hz();
+    g_tsc_start = rte_get_tsc_cycles();
+}
+
+Eal::~Eal() {
+    // EAL leaves its runtime directory (/var/run/dpdk/<file-prefix>) behind; a prefix belongs to
+    // one process here (no secondary processes), so it goes with us.
+    const std::string dir = rte_eal_get_runtime_dir();
+    rte_eal_cleanup();
+    std::error_code ec;
+    if (!dir.empty()) std::filesystem::remove_all(dir, ec);
+}
+
+uint64_t now_us() {
+    if (g_tsc_hz == 0) return 0;
+    const uint64_t c = rte_get_tsc_cycles() - g_tsc_start;
+    // Split to avoid overflow of c * 1e6 after ~5 hours at 1 GHz.
+    return (c / g_tsc_hz) * 1000000 + (c % g_tsc_hz) * 1000000 / g_tsc_hz;
+}
+
+}  // namespace mroce::dpdk
