@@ -14,12 +14,15 @@ inline constexpr int kExitFailed = 1;  // the job ran and its result is negative
 inline constexpr int kExitMisuse = 2;  // bad command line; one line on stderr says why
 
 struct GlobalOptions {
-    bool json = false;  // last stdout line is one JSON object
+    bool json = false;              // last stdout line is one JSON object
+    std::string program = "mroce";  // how the binary was invoked (for commands printed to users)
 };
 
 using Runner = std::function<int()>;
 
 // Each subcommand file defines one of these.
 Runner add_demo(CLI::App& app, const GlobalOptions& global);
+Runner add_sim(CLI::App& app, const GlobalOptions& global);
+Runner add_replay(CLI::App& app, const GlobalOptions& global);
 
 }  // namespace mroce::cli

@@ -5,6 +5,8 @@
 #include <string>
 
 #include "command.hpp"
+#include "cmd_perf.hpp"
+#include "cmd_diff.hpp"
 
 namespace {
 
@@ -25,6 +27,7 @@ int main(int argc, char** argv) {
                  "mroce"};
     app.set_version_flag("--version", std::string("mroce ") + MROCE_VERSION);
     GlobalOptions global;
+    if (argc > 0 && argv[0] && *argv[0]) global.program = argv[0];
     app.add_flag("--json", global.json, "End the output with one JSON object on the last line");
     app.require_subcommand(1);
     app.fallthrough();
@@ -32,6 +35,10 @@ int main(int argc, char** argv) {
     std::map<CLI::App*, Runner> runners;
     auto add = [&](Runner r) { runners[app.get_subcommands({}).back()] = std::move(r); };
     add(add_demo(app, global));
+    add(add_perf(app, global));
+    add(add_sim(app, global));
+    add(add_replay(app, global));
+    add(add_diff(app, global));
 
     // Name an unknown subcommand outright instead of CLI11's generic complaint.
     for (int i = 1; i < argc; ++i) {

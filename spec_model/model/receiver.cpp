@@ -111,8 +111,9 @@ Verdict check_content(EndpointState& s, Connection& c, const ref::Packet& p) {
                 r.message_seen && (r.msg_length != p.msg_length ||
                                    r.is_write_imm != (p.opcode == ref::Opcode::WriteImm) ||
                                    (r.is_write_imm && r.immediate != p.immediate));
-            if (r.done && r.status == Status::Success) {
-                v.nak = ref::NakCode::InvalidRequest;  // its message is already complete
+            if (r.done && (r.status == Status::Success || r.status == Status::Canceled)) {
+                // its message is already complete, or was abandoned by the sender
+                v.nak = ref::NakCode::InvalidRequest;
                 return v;
             }
             if (inconsistent) {

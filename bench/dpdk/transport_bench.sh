@@ -1,0 +1,135 @@
+#!/usr/bin/env bash
+# The transport (engine + DPDK ports, `mroce perf`, every byte verified) against reference points
+# measured in the same run:
+#   (a) net_memif between two processes (server CPU 0, client CPU 1), our impairment layer at
+#       0 / 1 / 10 % random loss on every port's rx, beside the raw frame rate of dpdk-testpmd
+#       txonly -> rxonly over the same memif with frames of the same size;
+#   (b) two namespaces joined by one veth plane, engines on af_packet, nftables random loss at
+#       0 / 1 / 10 % on both namespaces' egress, beside iperf3 TCP on the same veth at the same loss.
+# Prints tables and the ratios. A benchmark, not a test.
+#   bench/dpdk/transport_bench.sh PATH/TO/mroce [SECONDS]      (root for part (b); skipped otherwise)
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/../../ci/netns/lib.sh"
+mroce=${1:?usage: transport_bench.sh PATH/TO/mroce [SECONDS]}
+secs=${2:-5}
+payload=1024         # engine max payload: frames fit one 2 KiB memif buffer and af_packet frames
+len=1138             # our data frame at that payload (Eth+IPv4+UDP+BTH+RETH+payload+ICRC), for testpmd
+dir=$(mktemp -d)
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  netns_down 2>/dev/null || true
+  rm -rf "$dir" /var/run/dpdk/mroce-tb*$$
+}
+trap cleanup EXIT INT TERM
+"$mroce" perf --help >/dev/null 2>&1 || { echo "$mroce has no perf subcommand"; exit 1; }
+jget() { python3 -c 'import json,sys; d=json.loads(sys.argv[1]); print(d.get(sys.argv[2], 0))' "$1" "$2"; }
+
+# ---- (a) memif ----
+# perf over memif at LOSS_PPM; prints the client's JSON line (and checks the server verified).
+perf_memif() {
+  local ppm=$1 sock="$dir/perf.sock" imp=()
+  rm -f "$sock"
+  [ "$ppm" != 0 ] && imp=(--impair "seed=3 loss_ppm=$ppm")
+  local addr_s=(--mac 02:00:00:00:0b:00 --peer-mac 02:00:00:00:0a:00 --ip 198.18.0.2 --peer-ip 198.18.0.1)
+  local addr_c=(--mac 02:00:00:00:0a:00 --peer-mac 02:00:00:00:0b:00 --ip 198.18.0.1 --peer-ip 198.18.0.2)
+  "$mroce" --json perf server --port "memif:server:$sock" "${addr_s[@]}" "${imp[@]}" -m $payload -q --op mixed \
+    --lcores 0@0 --file-prefix "mroce-tbs$$" --timeout $((secs + 30)) >"$dir/s.out" 2>"$dir/s.err" &
+  pids=($!)
+  sleep 0.5
+  "$mroce" --json perf client --port "memif:client:$sock" "${addr_c[@]}" "${imp[@]}" -m $payload -q --op mixed \
+    --lcores 0@1 --file-prefix "mroce-tbc$$" -D "$secs" --timeout $((secs + 25)) >"$dir/c.out" 2>"$dir/c.err"
+  wait "${pids[0]}" 2>/dev/null
+  pids=()
+  local sv
+  sv=$(tail -n1 "$dir/s.out")
+  [ "$(jget "$sv" verified)" = True ] || echo "WARNING: server did not verify: $sv" >&2
+  tail -n1 "$dir/c.out"
+}
+
+testpmd_pps() {
+  local sock="$dir/tp.sock" common=(--no-huge -m 512 --no-pci --no-telemetry --log-level='*:warning')
+  rm -f "$sock"
+  dpdk-testpmd --lcores '0@0,1@0' --file-prefix "mroce-tbrx$$" "${common[@]}" \
+    --vdev="net_memif0,role=server,socket=$sock,socket-abstract=no" -- \
+    --total-num-mbufs=16384 --burst=32 -a --forward-mode=rxonly --stats-period=1 </dev/null >"$dir/tprx.log" 2>&1 &
+  local rxp=$!
+  pids=("$rxp")
+  sleep 1
+  timeout -s INT "$((secs + 2))" dpdk-testpmd --lcores '0@1,1@1' --file-prefix "mroce-tbtx$$" "${common[@]}" \
+    --vdev="net_memif0,role=client,socket=$sock,socket-abstract=no" -- \
+    --total-num-mbufs=16384 --txpkts="$len" --burst=32 -a --forward-mode=txonly --stats-period=1 \
+    </dev/null >"$dir/tptx.log" 2>&1 || true
+  kill -INT "$rxp" 2>/dev/null || true
+  wait "$rxp" 2>/dev/null || true
+  pids=()
+  grep -o 'Rx-pps: *[0-9]*' "$dir/tprx.log" | awk '{print $2}' | awk '$1 > 0' | sed '1d;$d' | sort -n |
+    awk '{v[NR]=$1} END {if (NR == 0) print 0; else print v[int((NR + 1) / 2)]}'
+}
+
+echo "== (a) net_memif, two processes, $secs s per run, max payload $payload B, mixed Writes+Sends 64 KiB"
+if command -v dpdk-testpmd >/dev/null; then tp=$(testpmd_pps); else tp=0; echo "dpdk-testpmd not installed"; fi
+tp_gbps=$(python3 -c "print($tp * $payload * 8 / 1e9)")
+printf '%-34s %10s %10s %8s %10s\n' "run" "Gb/s" "msg/s" "retx" "vs raw"
+printf '%-34s %10.3f %10s %8s %10s\n' "testpmd raw ($len B frames, payload)" "$tp_gbps" "-" "-" "1.00"
+g0=""
+for ppm in 0 10000 100000; do
+  j=$(perf_memif $ppm)
+  g=$(jget "$j" goodput_gbps)
+  [ -z "$g0" ] && g0=$g
+  python3 - "$j" "$ppm" "$tp_gbps" "$g0" <<'PY'
+import json, sys
+d = json.loads(sys.argv[1]); raw = float(sys.argv[3]); g0 = float(sys.argv[4])
+g = d.get("goodput_gbps", 0)
+name = f"mroce perf memif {int(sys.argv[2]) / 1e4:g}% loss" + ("" if d.get("verified") else " (NOT VERIFIED)")
+print(f"{name:34s} {g:10.3f} {d.get('msgs_per_s', 0):10.0f} {d.get('retransmissions', 0):8d} "
+      f"{(g / raw if raw else 0):10.3f}   retained {(g / g0 if g0 else 0):.2f}")
+PY
+done
+
+# ---- (b) namespaces ----
+echo
+echo "== (b) two namespaces, one veth plane (MTU 9000), nftables loss on both egresses, $secs s per run"
+if [ "$(id -u)" != 0 ]; then echo "SKIP: needs root"; exit 0; fi
+MROCE_NETNS_PREFIX="mroce-tb$$"
+NS_A="${MROCE_NETNS_PREFIX}-a"
+NS_B="${MROCE_NETNS_PREFIX}-b"
+netns_up 1 9000
+sip=$(netns_ip4 b 0)
+ip netns exec "$NS_B" iperf3 -s -B "$sip" -D -I "$dir/iperf.pid" >/dev/null
+sleep 0.3
+printf '%-8s %12s %12s %8s %8s\n' "loss" "mroce Gb/s" "iperf3 Gb/s" "ratio" "retx"
+for n in 0 100 1000; do
+  netns_loss a "$n"
+  netns_loss b "$n"
+  # The server must run inside B: wrap it.
+  j=$(
+    ip netns exec "$NS_B" "$mroce" --json perf server --port af_packet:mrb0 --mac "$(netns_mac b 0)" \
+      --peer-mac "$(netns_mac a 0)" --ip "$sip" --peer-ip "$(netns_ip4 a 0)" -m $payload -q --op mixed --lcores 0@0 \
+      --file-prefix "mroce-tbvs$$" --timeout $((secs + 30)) >"$dir/vs.out" 2>&1 &
+    sp=$!
+    sleep 0.5
+    ip netns exec "$NS_A" "$mroce" --json perf client --port af_packet:mra0 --mac "$(netns_mac a 0)" \
+      --peer-mac "$(netns_mac b 0)" --ip "$(netns_ip4 a 0)" --peer-ip "$sip" -m $payload -q --lcores 0@1 \
+      --file-prefix "mroce-tbvc$$" -D "$secs" --timeout $((secs + 25)) --op mixed >"$dir/vc.out" 2>&1
+    wait "$sp" 2>/dev/null
+    tail -n1 "$dir/vc.out"
+  )
+  ip netns exec "$NS_A" timeout $((secs + 20)) iperf3 -c "$sip" -t "$secs" -J >"$dir/i.json" 2>&1 || true
+  python3 - "$j" "$dir/i.json" "$n" <<'PY'
+import json, sys
+try:
+    d = json.loads(sys.argv[1])
+except Exception:
+    d = {"goodput_gbps": 0, "verified": False}
+try:
+    i = json.load(open(sys.argv[2]))["end"]["sum_received"]["bits_per_second"] / 1e9
+except Exception:
+    i = 0.0
+g = d.get("goodput_gbps", 0)
+v = "" if d.get("verified") else "  (NOT VERIFIED: " + str(d.get("error", "")) + ")"
+print(f"{int(sys.argv[3]) / 100:6.1f} % {g:12.3f} {i:12.3f} {(g / i if i else 0):8.2f} {d.get('retransmissions', 0):8d}{v}")
+PY
+done

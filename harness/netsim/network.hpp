@@ -1,0 +1,127 @@
+// What a real network does to frames, decided by an explicit schedule (no hidden randomness).
+//
+// Frames enter the network when an endpoint transmits them; the k-th frame entering (counting both
+// directions, from 0) gets `schedule.fates[k]`, frames beyond the list are delivered. Each
+// direction has `links` parallel links; a frame takes link ecmp_link(UDP source port) and is
+// dropped when that link is down. From `faults_until` on, every frame is delivered and every link
+// is up ("loss eventually stops"). See harness/README.md for the exact rules.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "model/types.hpp"
+
+namespace mroce::harness {
+
+enum class Side : uint8_t { A = 0, B = 1 };
+inline Side other(Side s) {
+    return s == Side::A ? Side::B : Side::A;
+}
+inline char side_char(Side s) {
+    return s == Side::A ? 'A' : 'B';
+}
+
+inline constexpr model::Time kNever = UINT64_MAX;
+
+struct PacketFate {
+    enum Kind : uint8_t { Deliver, Drop, Duplicate, Delay, MarkCe, Corrupt };
+    Kind kind = Deliver;
+    uint32_t extra_delay_us =
+        0;  // Delay: added to the base delay. Duplicate: gap before copy 2 (0 = 1 µs)
+    uint16_t corrupt_offset = 0;  // Corrupt: byte of the IP packet (taken modulo its length)
+    uint8_t corrupt_xor = 0;      // Corrupt: XOR mask (0 acts as 0x01)
+    bool operator==(const PacketFate&) const = default;
+};
+std::string_view fate_name(PacketFate::Kind k);
+std::optional<PacketFate::Kind> fate_from_name(std::string_view name);
+
+// Direction of a link event: the links from A to B, from B to A, or both.
+enum class LinkDir : uint8_t { AtoB, BtoA, Both };
+std::string_view link_dir_name(LinkDir d);
+
+struct LinkEvent {
+    model::Time at = 0;
+    LinkDir dir = LinkDir::Both;
+    uint16_t link = 0;
+    bool up = false;
+    bool operator==(const LinkEvent&) const = default;
+};
+
+struct Schedule {
+    std::vector<PacketFate> fates;
+    std::vector<LinkEvent> link_events;  // applied in time order (ties: list order)
+    bool operator==(const Schedule&) const = default;
+};
+
+struct NetConfig {
+    uint32_t base_delay_us = 5;    // one-way delay of every frame
+    uint16_t links = 4;            // parallel links per direction (>= 1)
+    model::Time faults_until = 0;  // from this time on: Deliver only, all links up (kNever: never)
+    bool protect_handshake =
+        true;  // connection-control frames always get through (no fate, no link drop)
+    bool operator==(const NetConfig&) const = default;
+};
+
+// Byte offsets of one frame's headers, parsed leniently (no validation beyond lengths).
+struct FrameLayout {
+    bool ipv6 = false;
+    size_t ip = 14, udp = 0, bth = 0;
+    uint16_t sport = 0;
+    uint8_t opcode = 0;
+};
+std::optional<FrameLayout> frame_layout(std::span<const uint8_t> frame);
+
+// Fixed ECMP hash: link = fmix32(sport) % links, fmix32 being MurmurHash3's 32-bit finalizer. The
+// same function in both directions; each direction has its own link states.
+uint16_t ecmp_link(uint16_t sport, uint16_t links);
+
+// Sets ECN to CE like a switch would: only when the frame carries ECT(0) or ECT(1); fixes the IPv4
+// header checksum. Returns whether the frame was marked.
+bool mark_ce(std::vector<uint8_t>& frame);
+
+// XORs one byte inside the IP packet (never the Ethernet header: a link's FCS would drop such a
+// frame before any switch or NIC saw it). Returns the frame offset changed.
+size_t corrupt_frame(std::vector<uint8_t>& frame, uint16_t offset, uint8_t mask);
+
+class Network {
+  public:
+    struct Copy {
+        model::Time arrive = 0;
+        std::vector<uint8_t> frame;
+    };
+    struct Entered {
+        uint64_t index = 0;  // k: position in the sequence of frames entering the network
+        PacketFate fate;     // the fate applied (Deliver after faults_until / protected)
+        uint16_t link = 0;
+        bool link_down = false;    // dropped because its link was down
+        bool ce_marked = false;    // MarkCe applied to an ECT frame
+        size_t corrupted_at = 0;   // Corrupt: frame offset changed
+        std::vector<Copy> copies;  // 0 (dropped), 1 or 2 (duplicated) frames to deliver
+    };
+
+    Network(NetConfig config, Schedule schedule);
+
+    // A frame transmitted by `from` at `now` enters the network.
+    Entered enter(model::Time now, Side from, std::vector<uint8_t> frame);
+
+    void set_link(LinkDir dir, uint16_t link, bool up);
+    void all_links_up();
+    bool link_up(Side from, uint16_t link) const;
+    bool faults_over(model::Time now) const { return now >= config_.faults_until; }
+    uint64_t frames_entered() const { return next_index_; }
+    const NetConfig& config() const { return config_; }
+    const Schedule& schedule() const { return schedule_; }
+
+  private:
+    NetConfig config_;
+    Schedule schedule_;
+    std::vector<bool> up_[2];  // per direction (from A, from B), per link
+    uint64_t next_index_ = 0;
+};
+
+}  // namespace mroce::harness

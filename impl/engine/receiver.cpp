@@ -1,0 +1,361 @@
+// The receiving side: the per-path receive window, content checks and NAKs, direct placement, message
+// accounting, ACK generation, and receive completions.
+#include <algorithm>
+
+#include "engine/engine.hpp"
+
+namespace mroce::engine {
+
+void Engine::send_ack(Conn& c, uint16_t p) noexcept {
+  PathRx& r = c.rx[p];
+  uint8_t* bth;
+  // [R-ACK-5]: on the receiver's own route for the same path ID.
+  io::PacketBuf* b = frame_begin(c, false, c.tx[p].route, &bth);
+  fast::AckFields a;
+  a.cpsn = r.st.cpsn;
+  a.ce_count = r.ce_count;
+  a.ts_echo = r.ts_echo;
+  a.rate_hint = c.fs_active ? c.share : 0;  // [R-HDR-23], [R-FS-2]
+  a.sack = nullptr;
+  fast::put_ack(bth, this->bth(c, p, 0), a);
+  Bits256::to_wire(r.st.bits.words().data(), bth + fast::kBthLen + 16);  // [R-HDR-20]: bit i is PSN CPSN + 1 + i
+  frame_end(b, 0);
+  ++counters_.acks_sent;
+  r.unacked = 0;
+  path_changed(c, p);
+}
+
+void Engine::send_nak(Conn& c, uint16_t p, uint32_t psn, fast::NakCode code) noexcept {
+  uint8_t* bth;
+  io::PacketBuf* b = frame_begin(c, false, c.tx[p].route, &bth);
+  fast::put_nak(bth, this->bth(c, p, 0), psn, uint8_t(code), code == fast::NakCode::Rnr ? cfg_.rnr_detail : 0);  // [R-HDR-24]
+  frame_end(b, 0);
+  ++counters_.naks_sent;
+}
+
+void Engine::on_probe(Conn& c, uint16_t p, const View& v) noexcept {
+  c.rx[p].ts_echo = v.timestamp();  // [R-ACK-7]
+  send_ack(c, p);                   // [R-ACK-2] (b)
+}
+
+// [R-CMP-2]: in RSN order; a stream never waits for another.
+void Engine::complete_recvs(Conn& c, uint16_t stream) noexcept {
+  RecvStream& rs = c.rs[stream];
+  while (rs.head != kNone && recvs_[rs.head].done) {
+    const uint32_t ri = rs.head;
+    Recv& r = recvs_[ri];
+    WorkCompletion wc;
+    wc.wr_id = r.wr_id;
+    wc.conn = c.id;
+    wc.stream = stream;
+    wc.opcode = WcOpcode::Recv;
+    wc.status = r.status;
+    wc.byte_len = r.status == Status::Success ? r.msg_length : 0;
+    if (r.status == Status::Success && r.is_wimm) {
+      wc.has_imm = true;
+      wc.imm = r.imm;
+    }
+    complete(wc);
+    rs.head = r.next;
+    if (rs.head == kNone) rs.tail = kNone;
+    if (rs.hint == ri) rs.hint = kNone;
+    ++rs.next_complete_rsn;
+    --c.open_recvs;
+    if (r.status == Status::LocalLength) {
+      // Kept: later packets of the refused Send must keep drawing NAK Length ([R-SEC-7]).
+      r.next = rs.grave;
+      rs.grave = ri;
+    } else {
+      recvs_.release(ri);
+    }
+  }
+}
+
+void Engine::flush_recvs(Conn& c) noexcept {
+  for (uint16_t st = 0; st < c.streams; ++st) {
+    for (uint32_t ri = c.rs[st].head; ri != kNone; ri = recvs_[ri].next) {
+      Recv& r = recvs_[ri];
+      if (!r.done) {
+        r.done = true;
+        r.status = Status::Flushed;
+      }
+    }
+    complete_recvs(c, st);
+  }
+}
+
+void Engine::free_recvs(Conn& c) noexcept {
+  for (uint16_t st = 0; st < c.streams; ++st) {
+    RecvStream& rs = c.rs[st];
+    for (uint32_t* list : {&rs.grave, &rs.canceled}) {
+      while (*list != kNone) {
+        const uint32_t ri = *list;
+        *list = recvs_[ri].next;
+        recvs_.release(ri);
+      }
+    }
+  }
+}
+
+// [R-REL-9]: an accepted VOID of a SEND or WRITE_IMM cancels its RSN. A posted receive that is
+// not done completes with Canceled; an RSN not posted yet is remembered and cancels its receive when
+// it is posted.
+void Engine::cancel_rsn(Conn& c, uint16_t stream, uint32_t rsn) noexcept {
+  RecvStream& rs = c.rs[stream];
+  if (rsn >= rs.next_post_rsn) {  // not posted (the model's lookup by RSN finds nothing)
+    if (serial_lt(rsn, rs.next_post_rsn)) return;
+    for (uint32_t q = rs.canceled; q != kNone; q = recvs_[q].next)
+      if (recvs_[q].rsn == rsn) return;
+    const uint32_t ri = recvs_.alloc();
+    if (ri == kNone) {
+      ++counters_.rejects_no_resources;
+      return;
+    }
+    recvs_[ri].rsn = rsn;
+    recvs_[ri].next = rs.canceled;
+    rs.canceled = ri;
+    return;
+  }
+  if (rsn < rs.next_complete_rsn) return;  // completed: done already
+  bool completed_ok = false;
+  Recv* r = find_recv(c, stream, rsn, &completed_ok);
+  if (!r || r->done) return;
+  r->done = true;
+  r->status = Status::Canceled;
+  complete_recvs(c, stream);
+}
+
+// The receive with RSN `rsn` of the stream [R-MATCH-1]. *completed_ok is set when that receive has
+// already completed successfully (the model keeps it; the engine only remembers that it did).
+Recv* Engine::find_recv(Conn& c, uint16_t stream, uint32_t rsn, bool* completed_ok) noexcept {
+  RecvStream& rs = c.rs[stream];
+  *completed_ok = false;
+  if (rsn >= rs.next_post_rsn) return nullptr;  // not posted (yet)
+  if (rsn < rs.next_complete_rsn) {
+    for (uint32_t g = rs.grave; g != kNone; g = recvs_[g].next)
+      if (recvs_[g].rsn == rsn) return &recvs_[g];
+    *completed_ok = true;
+    return nullptr;
+  }
+  uint32_t i = rs.head, at = rs.next_complete_rsn;
+  if (rs.hint != kNone && rs.hint_rsn <= rsn) {
+    i = rs.hint;
+    at = rs.hint_rsn;
+  }
+  while (at != rsn) {
+    i = recvs_[i].next;
+    ++at;
+  }
+  rs.hint = i;
+  rs.hint_rsn = rsn;
+  return &recvs_[i];
+}
+
+namespace {
+
+// Result of the content checks of [R-SEC-9].
+struct Verdict {
+  uint8_t nak = 0;  // fast::NakCode, 0 = accepted
+  const Region* region = nullptr;  // WRITE / WRITE_IMM / READ_REQ target
+  uint32_t region_index = kNone;
+  Recv* recv = nullptr;            // SEND / WRITE_IMM
+  uint32_t read = kNone;           // READ_RESP
+};
+
+}  // namespace
+
+void Engine::on_data(Conn& c, uint16_t p, const View& v) noexcept {
+  PathRx& r = c.rx[p];
+  const uint32_t psn = v.psn();
+  // [R-PSN-3] receive window: CPSN < psn <= CPSN + 256
+  const core::Arrival arrival = r.st.classify(psn);
+  if (arrival == core::Arrival::OutOfWindow) {
+    ++counters_.out_of_window;  // [R-SEC-4]
+    return;
+  }
+  if (arrival == core::Arrival::Duplicate) {
+    // [R-REL-8] never placed or counted again; ACKed at once [R-ACK-2] (e)
+    ++counters_.duplicates;
+    r.ts_echo = v.timestamp();  // [R-ACK-7]
+    send_ack(c, p);
+    return;
+  }
+  const bool is_void = v.is_void();
+  const bool ce = v.ecn() == 3;
+  const fast::Opcode op = v.opcode();
+  const uint16_t stream = v.stream_id();
+  const uint32_t plen = v.payload_len();
+  if (is_void && (op == fast::Opcode::Send || op == fast::Opcode::WriteImm) && stream < c.streams)
+    cancel_rsn(c, stream, v.rsn());  // [R-REL-9]
+  if (!is_void) {
+    // ---- content checks, in the order of [R-SEC-9]; the first failing one decides ----
+    Verdict vd;
+    const bool consumes_recv = op == fast::Opcode::Send || op == fast::Opcode::WriteImm;
+    // (1) InvalidRequest, table 12.3
+    if (stream >= c.streams || plen > c.max_payload) {
+      vd.nak = uint8_t(fast::NakCode::InvalidRequest);
+    } else if (op == fast::Opcode::ReadResp) {  // [R-PLC-5]: names an outstanding Read of this length
+      SendStream& ss = c.ss[stream];
+      const uint32_t msn = v.msn();
+      uint32_t found = kNone;
+      auto is_it = [&](uint32_t mi) {
+        const Msg& m = msgs_[mi];
+        return m.msn == msn && m.op == WcOpcode::Read && !m.done();
+      };
+      if (ss.read_hint != kNone && is_it(ss.read_hint)) {
+        found = ss.read_hint;
+      } else {
+        for (uint32_t mi = ss.head; mi != kNone; mi = msgs_[mi].next)
+          if (is_it(mi)) {
+            found = mi;
+            break;
+          }
+      }
+      if (found == kNone || msgs_[found].length != v.msg_length()) {
+        vd.nak = uint8_t(fast::NakCode::InvalidRequest);
+      } else {
+        ss.read_hint = found;
+        vd.read = found;
+      }
+    } else {
+      if (consumes_recv) {
+        bool completed_ok = false;
+        Recv* rv = find_recv(c, stream, v.rsn(), &completed_ok);
+        if (completed_ok) {
+          vd.nak = uint8_t(fast::NakCode::InvalidRequest);  // its message is already complete
+        } else if (rv) {
+          const bool wimm = op == fast::Opcode::WriteImm;
+          const bool inconsistent = rv->seen && (rv->msg_length != v.msg_length() || rv->is_wimm != wimm ||
+                                                 (rv->is_wimm && rv->imm != v.immediate()));
+          if ((rv->done && rv->status == Status::Success) || inconsistent)
+            vd.nak = uint8_t(fast::NakCode::InvalidRequest);
+          else
+            vd.recv = rv;
+        }
+      }
+      // (2) RemoteAccess [R-MEM-3]: the whole message inside a region with the right
+      if (!vd.nak && (op == fast::Opcode::Write || op == fast::Opcode::WriteImm || op == fast::Opcode::ReadReq)) {
+        const uint32_t need = op == fast::Opcode::ReadReq ? access::kRemoteRead : access::kRemoteWrite;
+        const Region* reg = region_by_rkey(v.rkey());
+        if (!reg || !(reg->access & need) || !reg->contains(v.remote_va(), v.msg_length())) {
+          vd.nak = uint8_t(fast::NakCode::RemoteAccess);
+        } else {
+          vd.region = reg;
+          vd.region_index = uint32_t(reg - regions_.data());
+        }
+      }
+      // (3) RNR [R-PLC-7]
+      if (!vd.nak && consumes_recv && !vd.recv) vd.nak = uint8_t(fast::NakCode::Rnr);
+      // (4) Length [R-MATCH-2]
+      if (!vd.nak && op == fast::Opcode::Send && v.msg_length() > vd.recv->length)
+        vd.nak = uint8_t(fast::NakCode::Length);
+    }
+    if (vd.nak) {
+      // [R-SEC-5], [R-PLC-8]: refused, not placed, the PSN stays a hole; NAK at once [R-ACK-8]
+      if (vd.nak == uint8_t(fast::NakCode::Length) && vd.recv && !vd.recv->done) {
+        vd.recv->done = true;  // [R-MATCH-2]: the receive fails once, with LocalLength
+        vd.recv->status = Status::LocalLength;
+        vd.recv->seen = true;
+        vd.recv->msg_length = v.msg_length();
+        complete_recvs(c, stream);
+      }
+      send_nak(c, p, psn, static_cast<fast::NakCode>(vd.nak));
+      path_changed(c, p);
+      return;
+    }
+    // A READ_REQ needs a response job; without one it is left unreceived (the requester resends it).
+    uint32_t job = kNone;
+    if (op == fast::Opcode::ReadReq) {
+      job = msgs_.alloc();
+      if (job == kNone) {
+        ++counters_.rejects_no_resources;
+        return;
+      }
+    }
+    // [R-PLC-1] place at once (the one copy, frame to registered memory), then mark received.
+    auto place = [&](const Region* reg, uint64_t va) {
+      if (reg && plen) std::memcpy(reg->host + (va - reg->iova), v.payload(), plen);
+      counters_.placed_bytes += plen;
+    };
+    switch (op) {
+      case fast::Opcode::Write:  // [R-PLC-2]
+        place(vd.region, v.remote_va() + v.msg_offset());
+        break;
+      case fast::Opcode::WriteImm:
+      case fast::Opcode::Send: {
+        Recv& rv = *vd.recv;
+        if (op == fast::Opcode::WriteImm)
+          place(vd.region, v.remote_va() + v.msg_offset());  // [R-PLC-2]
+        else
+          place(plen ? local_region(rv.region, rv.va, rv.length) : nullptr, rv.va + v.msg_offset());  // [R-PLC-3]
+        rv.seen = true;
+        rv.msg_length = v.msg_length();
+        rv.is_wimm = op == fast::Opcode::WriteImm;
+        rv.imm = op == fast::Opcode::WriteImm ? v.immediate() : 0;
+        rv.bytes += plen;  // [R-PLC-6]: each segment counted once
+        if (rv.bytes == rv.msg_length && !rv.done) {
+          rv.done = true;
+          rv.status = Status::Success;
+        }
+        break;
+      }
+      case fast::Opcode::ReadReq: {  // [R-PLC-4]: answer as one more stream, in acceptance order
+        Msg& m = msgs_[job];
+        m.flags = kResponse;
+        m.stream = stream;
+        m.msn = v.msn();
+        m.local_va = v.remote_va();
+        m.length = v.msg_length();
+        m.region = vd.region_index;
+        m.total_segments = m.length == 0 ? 1 : (m.length + c.max_payload - 1) / c.max_payload;
+        m.next = kNone;
+        if (c.resp_tail == kNone)
+          c.resp_head = job;
+        else
+          msgs_[c.resp_tail].next = job;
+        c.resp_tail = job;
+        c.slots.put(c.streams, true);
+        break;
+      }
+      case fast::Opcode::ReadResp: {  // [R-PLC-5]
+        Msg& rd = msgs_[vd.read];
+        place(plen ? local_region(rd.region, rd.local_va, rd.length) : nullptr, rd.local_va + v.msg_offset());
+        rd.read_bytes += plen;
+        if (rd.read_bytes == rd.length) rd.flags |= kDelivered;  // [R-REL-10]
+        break;
+      }
+      default:
+        break;
+    }
+  }
+  const uint32_t cpsn_before = r.st.cpsn;
+  core::AcceptDetail det;
+  r.st.accept(psn, det);
+  r.ts_echo = v.timestamp();  // [R-ACK-7]
+  if (ce) ++r.ce_count;       // [R-ACK-6]
+  fs_on_data(c, is_void ? 0 : plen);  // [R-FS-2], [R-FS-3]
+  if (!is_void && op != fast::Opcode::Write && op != fast::Opcode::ReadReq) {
+    if (op == fast::Opcode::ReadResp)
+      complete_sends(c, stream);
+    else
+      complete_recvs(c, stream);
+  }
+  // [R-ACK-2]: immediate ACK triggers
+  const bool ar = v.ar();
+  const bool made_gap = psn != cpsn_before + 1;
+  const bool filled_gap = uint32_t(r.st.cpsn - cpsn_before) > 1;
+  if (ar || made_gap || filled_gap || ce || is_void) {
+    send_ack(c, p);
+    return;
+  }
+  // [R-ACK-3] coalescing within the bounds (default choice: every ACK_EVERY, or after ACK_DELAY)
+  if (r.unacked == 0) r.first_unacked = now_;
+  ++r.unacked;
+  if (r.unacked >= 16 || r.unacked >= cfg_.ack_every || now_ - r.first_unacked >= cfg_.ack_delay_us) {
+    send_ack(c, p);
+    return;
+  }
+  path_changed(c, p);
+}
+
+}  // namespace mroce::engine

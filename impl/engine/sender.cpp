@@ -1,0 +1,713 @@
+// The sending side: segmentation, spraying over paths, ACK and NAK processing, loss detection,
+// retransmission, RTT and timers, path states, and the congestion controller.
+#include <algorithm>
+
+#include "engine/engine.hpp"
+
+namespace mroce::engine {
+
+namespace {
+
+fast::Opcode wire_opcode(const Msg& m) noexcept {
+  if (m.flags & kResponse) return fast::Opcode::ReadResp;
+  switch (m.op) {
+    case WcOpcode::Send: return fast::Opcode::Send;
+    case WcOpcode::Write: return fast::Opcode::Write;
+    case WcOpcode::WriteImm: return fast::Opcode::WriteImm;
+    case WcOpcode::Read: return fast::Opcode::ReadReq;
+    case WcOpcode::Recv: break;
+  }
+  return fast::Opcode::Send;
+}
+
+// Payload length of segment `seg` of message m ([R-HDR-14]; a READ_REQ carries none, [R-HDR-15]).
+uint32_t seg_len(const Msg& m, uint32_t seg, uint32_t max_payload) noexcept {
+  if (!(m.flags & kResponse) && m.op == WcOpcode::Read) return 0;
+  return segment_length(m.length, seg, max_payload);
+}
+
+// [R-RTO-2], in the model's exact 32-bit integer steps.
+void rtt_sample(const DeviceConfig& cfg, PathTx& t, uint32_t r) noexcept {
+  if (!t.have_sample) {
+    t.srtt = r;
+    t.rttvar = r / 2;
+    t.have_sample = true;
+  } else {
+    const uint32_t diff = t.srtt > r ? t.srtt - r : r - t.srtt;
+    t.rttvar = (3 * t.rttvar + diff) / 4;
+    t.srtt = (7 * t.srtt + r) / 8;
+  }
+  const uint32_t raw = t.srtt + std::max<uint32_t>(1, 4 * t.rttvar);
+  t.rto = std::clamp(raw, cfg.rto_min_us, cfg.rto_max_us);
+}
+
+}  // namespace
+
+// ---- record bookkeeping -----------------------------------------------------------------------------
+
+void Engine::txo_remove(Block& b, uint16_t r) noexcept {
+  Rec& o = b.rec[r];
+  if (o.prev != kNil16)
+    b.rec[o.prev].next = o.next;
+  else
+    b.txo_head = o.next;
+  if (o.next != kNil16)
+    b.rec[o.next].prev = o.prev;
+  else
+    b.txo_tail = o.prev;
+  o.prev = o.next = kNil16;
+}
+
+void Engine::txo_append(Block& b, uint16_t r) noexcept {
+  Rec& o = b.rec[r];
+  o.prev = b.txo_tail;
+  o.next = kNil16;
+  if (b.txo_tail != kNil16)
+    b.rec[b.txo_tail].next = r;
+  else
+    b.txo_head = r;
+  b.txo_tail = r;
+}
+
+// Moves record j (PSN suna + j) to state s, keeping the bitmaps, counts and the transmission-order
+// list of in-flight records consistent. Entering InFlight appends to that list: callers do it at
+// transmission time, so the list stays ordered by last transmission.
+void Engine::set_rec_state(Block& b, PathTx& t, uint32_t j, RecState s) noexcept {
+  const uint16_t r = uint16_t((t.suna + j) & 255);
+  Rec& o = b.rec[r];
+  if (o.state == s) return;
+  switch (o.state) {
+    case RecState::InFlight:
+      b.inflight.clear(j);
+      --b.n_inflight;
+      txo_remove(b, r);
+      break;
+    case RecState::Lost:
+      b.lost.clear(j);
+      --b.n_lost;
+      break;
+    case RecState::RnrWait:
+      b.rnr.clear(j);
+      --b.n_rnr;
+      break;
+    case RecState::Acked:
+      b.acked.clear(j);
+      break;
+    case RecState::New:
+      break;
+  }
+  switch (s) {
+    case RecState::InFlight:
+      b.inflight.set(j);
+      ++b.n_inflight;
+      txo_append(b, r);
+      break;
+    case RecState::Lost:
+      b.lost.set(j);
+      ++b.n_lost;
+      break;
+    case RecState::RnrWait:
+      b.rnr.set(j);
+      ++b.n_rnr;
+      break;
+    case RecState::Acked:
+      b.acked.set(j);
+      break;
+    case RecState::New:
+      break;
+  }
+  o.state = s;
+}
+
+void Engine::release_msg_ref(uint32_t m) noexcept {
+  Msg& x = msgs_[m];
+  if (--x.refs == 0 && (x.flags & kRetired)) msgs_.release(m);
+}
+
+void Engine::retire_msg(uint32_t m) noexcept {
+  Msg& x = msgs_[m];
+  x.flags |= kRetired;
+  if (x.refs == 0) msgs_.release(m);
+}
+
+// Drops every PSN record and read response of the connection (abort, failure, close). SNXT and SUNA
+// stay as they are, as in the model.
+void Engine::clear_tx(Conn& c) noexcept {
+  for (uint16_t p = 0; p < c.paths; ++p) {
+    PathTx& t = c.tx[p];
+    if (t.block != kNone) {
+      Block& b = blocks_[t.block];
+      for (uint32_t j = 0; j < t.n_out; ++j) release_msg_ref(b.rec[(t.suna + j) & 255].msg);
+      blocks_.release(t.block);
+      t.block = kNone;
+    }
+    t.n_out = 0;
+    update_room(c, p);
+    path_changed(c, p);
+  }
+  c.unacked_recs = 0;
+  while (c.resp_head != kNone) {
+    const uint32_t m = c.resp_head;
+    c.resp_head = msgs_[m].next;
+    retire_msg(m);
+  }
+  c.resp_tail = kNone;
+  if (c.slots.w) c.slots.put(c.streams, false);
+}
+
+// ---- room, deadlines, credit ----------------------------------------------------------------------
+
+// [R-PATH-8]: an ACTIVE path with room (in flight < cwnd [R-CC-3], within the span [R-PSN-4]) and no
+// lost PSN waiting ([R-REL-5]: no new data before the retransmissions of the path).
+void Engine::update_room(Conn& c, uint16_t p) noexcept {
+  const PathTx& t = c.tx[p];
+  uint32_t inflight = 0, lost = 0;
+  if (t.block != kNone) {
+    inflight = blocks_[t.block].n_inflight;
+    lost = blocks_[t.block].n_lost;
+  }
+  c.room.put(p, t.state == PathState::Active && inflight < t.cwnd && serial_lt(t.snxt, t.suna + 256) && lost == 0);
+  c.lostp.put(p, lost > 0);
+}
+
+// The model's path_deadline, plus the path's coalesced-ACK deadline [R-ACK-3].
+uint64_t Engine::path_deadline(const Conn& c, uint16_t p) const noexcept {
+  const PathTx& t = c.tx[p];
+  uint64_t d = kNever;
+  if (t.block != kNone) {
+    const Block& b = blocks_[t.block];
+    if (b.n_rnr)
+      for (unsigned j = b.rnr.next(0); j < 256; j = b.rnr.next(j + 1))
+        d = std::min(d, b.rec[(t.suna + j) & 255].rnr_until);  // [R-PLC-9]
+    if (b.n_inflight) {
+      const uint64_t earliest = b.rec[b.txo_head].last_tx;
+      d = std::min<uint64_t>(d, std::max(t.last_ack, earliest) + t.rto_current);  // [R-REL-7]
+      if (!t.probe_sent_in_period) {                                             // [R-REL-6]
+        const uint32_t pto = t.have_sample ? std::max(cfg_.pto_min_us, 2 * t.srtt) : cfg_.rto_init_us / 2;
+        d = std::min<uint64_t>(d, std::max(t.last_tx, t.last_ack) + pto);
+      }
+    }
+  }
+  const PathRx& r = c.rx[p];
+  if (r.unacked > 0) d = std::min<uint64_t>(d, r.first_unacked + cfg_.ack_delay_us);
+  return d;
+}
+
+// Keeps pdl[p] and the connection's minimum over its paths (recomputed lazily when the minimum grows).
+void Engine::path_changed(Conn& c, uint16_t p) noexcept {
+  const uint64_t old = c.pdl[p], d = path_deadline(c, p);
+  if (d == old) return;
+  c.pdl[p] = d;
+  if (d < c.pdl_min)
+    c.pdl_min = d;
+  else if (old == c.pdl_min)
+    c.pdl_min_valid = false;
+}
+
+bool Engine::has_pending_new_data(const Conn& c) const noexcept { return c.slots.any(); }
+
+// [R-CC-6], [R-CC-7]. The model refreshes every connection's credit at every pump; the engine only
+// when it needs the value (at its own pumps, and before an ACK changes the ceiling, at the time of the
+// last pump). Refreshing is path-independent while the ceiling is unchanged:
+//   min(min(c + r·d1, M) + r·d2, M) = min(c + r·(d1 + d2), M), and expiry gives M either way.
+// [R-CC-6]: a ceiling is in force while the latest hint is non-zero and not older than HINT_TTL.
+bool Engine::rate_limited(const Conn& c, uint64_t at) const noexcept {
+  return c.ceiling != 0 && at - c.hint_time <= cfg_.hint_ttl_us;
+}
+
+void Engine::refresh_credit(Conn& c, uint64_t at) noexcept {
+  if (at < c.credit_time) return;
+  if (!rate_limited(c, at)) {
+    c.credit = c.credit_max();  // [R-CC-7] held at CREDIT_MAX while unlimited
+  } else {
+    const int64_t grown = c.credit + int64_t(c.ceiling) * int64_t(at - c.credit_time);
+    c.credit = std::min(grown, c.credit_max());
+  }
+  c.credit_time = at;
+}
+
+// When the credit allows the next new packet (the formula does not depend on when it was last
+// refreshed: credit_time + ceil(-credit / ceiling) is invariant under refresh).
+uint64_t Engine::credit_deadline(const Conn& c) const noexcept {
+  if (c.credit >= 0 || !rate_limited(c, now_) || !has_pending_new_data(c)) return kNever;
+  if (!c.room.any()) return kNever;  // the window holds it, not the credit
+  const uint64_t wait = (uint64_t(-c.credit) + c.ceiling - 1) / c.ceiling;
+  const uint64_t expiry = c.hint_time + cfg_.hint_ttl_us + 1;
+  return std::min(c.credit_time + wait, expiry);
+}
+
+// ---- transmission ---------------------------------------------------------------------------------
+
+// (Re)transmits record j of path p: same PSN, same segment [R-REL-5]; the payload is copied once,
+// straight from registered memory into the tx buffer, and read at send time [R-PLC-4].
+void Engine::send_record(Conn& c, uint16_t p, uint32_t j, bool retransmission) noexcept {
+  PathTx& t = c.tx[p];
+  Block& b = blocks_[t.block];
+  const uint32_t psn = t.suna + j;
+  Rec& o = b.rec[psn & 255];
+  const Msg& m = msgs_[o.msg];
+  const fast::Opcode op = wire_opcode(m);
+  const bool read_req = op == fast::Opcode::ReadReq;
+  const uint32_t offset = read_req ? 0 : o.seg * c.max_payload;
+  const uint32_t len = seg_len(m, o.seg, c.max_payload);
+  uint16_t flags = retransmission ? fast::kFlagRetx : 0;  // [R-HDR-3]
+  const uint8_t* src = nullptr;
+  if (o.is_void) {
+    flags |= fast::kFlagVoid;  // [R-REL-9]: same PSN, payload 0
+    ++counters_.voids_sent;
+  } else if (!read_req && len > 0) {
+    const Region* r = local_region(m.region, m.local_va + offset, len);
+    if (r) {
+      src = r->host + (m.local_va + offset - r->iova);
+    } else {
+      // The source was deregistered under us: the data cannot be sent any more.
+      flags |= fast::kFlagVoid;
+      o.is_void = 1;
+      ++counters_.voids_sent;
+    }
+  }
+  uint8_t* bth;
+  io::PacketBuf* buf = frame_begin(c, true, t.route, &bth);
+  const fast::BthFields bf = this->bth(c, p, flags);
+  fast::DhFields dh;
+  dh.psn = psn;
+  dh.stream_id = m.stream;
+  dh.msn = m.msn;
+  dh.msg_length = m.length;
+  dh.msg_offset = offset;
+  uint8_t* pay;
+  switch (op) {
+    case fast::Opcode::Send: pay = fast::put_send(bth, bf, dh, m.rsn); break;
+    case fast::Opcode::Write: pay = fast::put_write(bth, bf, dh, m.remote_va, m.rkey); break;
+    case fast::Opcode::WriteImm:
+      pay = fast::put_write_imm(bth, bf, dh, m.remote_va, m.rkey, m.rsn, (m.flags & kHasImm) ? m.imm : 0);
+      break;
+    case fast::Opcode::ReadReq: pay = fast::put_read_req(bth, bf, dh, m.remote_va, m.rkey); break;
+    default: pay = fast::put_read_resp(bth, bf, dh); break;
+  }
+  const uint32_t plen = src ? len : 0;
+  if (src) std::memcpy(pay, src, plen);
+  frame_end(buf, plen);
+
+  o.last_tx = now_;
+  if (o.tx_count < 255) ++o.tx_count;
+  if (o.tx_count >= 2) b.retx.set(j);
+  set_rec_state(b, t, j, RecState::InFlight);
+  t.last_tx = now_;
+  ++t.packets_sent;
+  if (retransmission) {
+    ++t.retransmissions;
+    ++counters_.retransmissions;
+  } else {
+    ++counters_.data_sent;
+  }
+}
+
+void Engine::advance_cursor(Conn& c, uint16_t stream) noexcept {
+  SendStream& s = c.ss[stream];
+  uint32_t m = s.cursor;
+  while (m != kNone && ((msgs_[m].flags & kFailed) || msgs_[m].next_segment >= msgs_[m].total_segments))
+    m = msgs_[m].next;
+  s.cursor = m;
+  c.slots.put(stream, m != kNone);
+}
+
+void Engine::pump(Conn& c) noexcept {
+  // Nothing to (re)send, or no path with room: nothing would change but the credit, whose refresh is
+  // path-independent and done when it is next needed.
+  if (!c.lostp.any() && (!c.slots.any() || !c.room.any())) return;
+  refresh_credit(c, now_);
+  // 1. [R-REL-5] retransmissions (and VOIDs) first, per path in PSN order, held by the window only
+  //    [R-CC-3], [R-CC-10]; they consume credit.
+  for (uint32_t p = c.lostp.next(0); p != kNone; p = c.lostp.next(p + 1)) {
+    PathTx& t = c.tx[p];
+    Block& b = blocks_[t.block];
+    for (unsigned j = b.lost.next(0); j < 256; j = b.lost.next(j + 1)) {
+      if (b.n_inflight >= t.cwnd) break;
+      send_record(c, uint16_t(p), j, true);
+      const Rec& o = b.rec[(t.suna + j) & 255];
+      if (rate_limited(c, now_)) c.credit -= int64_t(8) * (o.is_void ? 0 : seg_len(msgs_[o.msg], o.seg, c.max_payload));
+    }
+    update_room(c, uint16_t(p));
+    path_changed(c, uint16_t(p));
+  }
+  // 2. New segments: streams in round robin [R-CC-9], paths in round robin [R-PATH-8], while the
+  //    connection's credit allows [R-CC-7], [R-CC-8].
+  if (c.state == ConnState::Closing && c.abort) return;
+  const uint32_t nslots = uint32_t(c.streams) + 1;
+  const bool limited = rate_limited(c, now_);  // [R-CC-7]: unlimited, only the windows hold new data
+  while (!limited || c.credit >= 0) {
+    const uint32_t slot = c.slots.next_cyclic(c.rr_slot);
+    if (slot == kNone) break;
+    const uint32_t start = c.any_new_segment ? (uint32_t(c.last_path) + 1) % c.paths : 0;
+    const uint32_t p = c.room.next_cyclic(start);
+    if (p == kNone) break;
+    PathTx& t = c.tx[p];
+    if (t.block == kNone) {
+      t.block = blocks_.alloc_raw();
+      if (t.block == kNone) {
+        ++counters_.window_block_waits;
+        break;
+      }
+      Block& nb = blocks_[t.block];
+      nb.acked.reset();
+      nb.lost.reset();
+      nb.inflight.reset();
+      nb.retx.reset();
+      nb.rnr.reset();
+      nb.txo_head = nb.txo_tail = kNil16;
+      nb.n_inflight = nb.n_lost = nb.n_rnr = 0;
+    }
+    // Take the slot's next segment.
+    uint32_t mi;
+    if (slot == c.streams) {  // Read responses, as one more stream [R-CC-9]
+      mi = c.resp_head;
+    } else {
+      mi = c.ss[slot].cursor;
+    }
+    Msg& m = msgs_[mi];
+    const uint32_t seg = m.next_segment++;
+    ++m.refs;  // the new record's reference, taken before the message can be retired
+    if (slot == c.streams) {
+      if (m.next_segment >= m.total_segments) {
+        c.resp_head = m.next;
+        if (c.resp_head == kNone) {
+          c.resp_tail = kNone;
+          c.slots.put(c.streams, false);
+        }
+        retire_msg(mi);  // lives on through its PSN records
+      }
+    } else if (m.next_segment >= m.total_segments) {
+      advance_cursor(c, uint16_t(slot));
+    }
+    c.rr_slot = (slot + 1) % nslots;
+    c.last_path = uint16_t(p);
+    c.any_new_segment = true;
+    // A new record at SNXT [R-PSN-2].
+    Block& b = blocks_[t.block];
+    const uint32_t j = t.n_out;
+    Rec& o = b.rec[t.snxt & 255];
+    o.msg = mi;
+    o.seg = seg;
+    o.state = RecState::New;
+    o.is_void = 0;
+    o.tx_count = 0;
+    o.rnr_count = 0;
+    o.prev = o.next = kNil16;
+    b.retx.clear(j);
+    ++t.n_out;
+    ++t.snxt;
+    ++c.unacked_recs;
+    send_record(c, uint16_t(p), j, false);
+    if (limited) c.credit -= int64_t(8) * seg_len(msgs_[mi], seg, c.max_payload);
+    update_room(c, uint16_t(p));
+    path_changed(c, uint16_t(p));
+  }
+}
+
+// ---- completions at the sender [R-CMP-1] ----------------------------------------------------------
+
+void Engine::complete_sends(Conn& c, uint16_t stream) noexcept {
+  SendStream& s = c.ss[stream];
+  while (s.head != kNone && msgs_[s.head].done()) {
+    const uint32_t mi = s.head;
+    const Msg& m = msgs_[mi];
+    WorkCompletion wc;
+    wc.wr_id = m.wr_id;
+    wc.conn = c.id;
+    wc.stream = stream;
+    wc.opcode = m.op;
+    wc.status = (m.flags & kFailed) ? m.status : Status::Success;
+    wc.byte_len = (m.flags & kFailed) ? 0 : m.length;
+    complete(wc);
+    s.head = m.next;
+    if (s.head == kNone) s.tail = kNone;
+    if (s.read_hint == mi) s.read_hint = kNone;
+    --c.open_wrs;
+    retire_msg(mi);
+  }
+}
+
+// [R-REL-9]: the work request completes once with the error and sends nothing new; its outstanding,
+// unacknowledged PSNs are voided instead of retransmitted.
+void Engine::fail_work_request(Conn& c, uint32_t mi, Status status) noexcept {
+  Msg& m = msgs_[mi];
+  if ((m.flags & kRetired) || m.done()) return;
+  m.flags |= kFailed;
+  m.status = status;
+  for (uint16_t p = 0; p < c.paths; ++p) {
+    const PathTx& t = c.tx[p];
+    if (t.block == kNone) continue;
+    Block& b = blocks_[t.block];
+    for (uint32_t j = 0; j < t.n_out; ++j) {
+      Rec& o = b.rec[(t.suna + j) & 255];
+      if (o.msg == mi && o.state != RecState::Acked) o.is_void = 1;
+    }
+  }
+  if (c.ss[m.stream].cursor == mi) advance_cursor(c, m.stream);
+  complete_sends(c, m.stream);
+}
+
+// ---- ACK processing -------------------------------------------------------------------------------
+
+void Engine::on_ack(Conn& c, uint16_t p, const View& v) noexcept {
+  PathTx& t = c.tx[p];
+  refresh_credit(c, last_pump_);  // the model refreshed it at its last pump, before this ceiling
+  c.ceiling = v.rate_hint();      // [R-CC-6]
+  c.hint_time = now_;
+  const uint32_t cpsn = v.cpsn(), ts_echo = v.ts_echo();
+  if (c.keepalive_outstanding && ts_echo == c.keepalive_ts) c.keepalive_outstanding = false;
+
+  // [R-ACK-9]: an older ACK never moves state backwards; its set bits are still true.
+  if (!t.have_cpsn || serial_lt(t.highest_cpsn, cpsn)) {
+    t.highest_cpsn = cpsn;
+    t.have_cpsn = true;
+  }
+  const Bits256 sack = Bits256::from_wire(v.sack_bytes());  // [R-HDR-20]
+  const int hs = sack.highest();
+  const uint32_t highest = hs > 0 ? cpsn + 1 + uint32_t(hs) : cpsn;  // for the gap rule
+
+  // [R-REL-3] which outstanding PSNs this ACK acknowledges (bit j: PSN suna + j).
+  uint32_t newly = 0;
+  n_stream_touched_ = 0;
+  if (t.block != kNone && t.n_out > 0) {
+    Block& b = blocks_[t.block];
+    Bits256 ackm;
+    const uint32_t k = cpsn + 1 - t.suna;  // PSN cpsn + 1 + i is bit k + i
+    if (k <= 256) {
+      Bits256 s = sack;
+      s.shift_up(k);
+      ackm = Bits256::prefix(std::min(k, t.n_out)) | s;
+    } else {  // an old or odd ACK: the model's per-PSN rule
+      for (uint32_t j = 0; j < t.n_out; ++j) {
+        const uint32_t psn = t.suna + j;
+        const uint32_t i = psn - cpsn - 1;
+        if (serial_le(psn, cpsn) || (i < 256 && sack.test(i))) ackm.set(j);
+      }
+    }
+    ackm = ackm & Bits256::prefix(t.n_out) & ~b.acked;
+    for (unsigned j = ackm.next(0); j < 256; j = ackm.next(j + 1)) {
+      Rec& o = b.rec[(t.suna + j) & 255];
+      set_rec_state(b, t, j, RecState::Acked);
+      o.rnr_count = 0;
+      ++newly;
+      --c.unacked_recs;
+      if (o.is_void) continue;
+      Msg& m = msgs_[o.msg];
+      if ((m.flags & (kResponse | kRetired | kFailed)) || m.op == WcOpcode::Read) continue;
+      if (++m.segments_acked == m.total_segments) {
+        m.flags |= kDelivered;  // [R-REL-10]
+        SendStream& st = c.ss[m.stream];
+        if (!st.touched) {
+          st.touched = true;
+          stream_touched_[n_stream_touched_++] = m.stream;
+        }
+      }
+    }
+  }
+  const bool answered_probe = t.probe_outstanding && ts_echo == t.probe_ts;
+  if (answered_probe) {
+    t.probe_outstanding = false;
+    --c.probes_out;
+  }
+  // [R-RTO-1] an RTT sample from the timestamp echo
+  if (newly > 0 || answered_probe) {
+    rtt_sample(cfg_, t, static_cast<uint32_t>(now_) - ts_echo);
+    t.rto_current = t.rto;  // [R-REL-7] backoff cleared
+    t.probe_sent_in_period = false;
+  }
+  t.last_ack = now_;
+  // Advance SUNA over the acknowledged prefix.
+  if (t.block != kNone) {
+    Block& b = blocks_[t.block];
+    const uint32_t run = std::min<uint32_t>(b.acked.leading_ones(), t.n_out);
+    if (run) {
+      for (uint32_t j = 0; j < run; ++j) release_msg_ref(b.rec[(t.suna + j) & 255].msg);
+      // Empty sets stay empty: only shift what holds bits.
+      for (Bits256* x : {&b.acked, &b.lost, &b.inflight, &b.retx, &b.rnr})
+        if (x->any()) x->shift_down(run);
+      t.suna += run;
+      t.n_out -= run;
+      if (t.n_out == 0) {
+        blocks_.release(t.block);
+        t.block = kNone;
+      }
+    }
+  }
+  // [R-CC-2] order: [R-CC-4], then the end of the decrease period, then additive increase.
+  const uint32_t ce = v.ce_count();
+  if (serial_lt(t.last_ce, ce)) {
+    t.last_ce = ce;
+    if (!t.in_decrease) {  // [R-CC-4]
+      t.cwnd = std::max<uint32_t>(1, t.cwnd / 2);
+      t.ai_count = 0;
+      t.in_decrease = true;
+      t.decrease_end = t.snxt;
+      ++counters_.cwnd_decreases;
+    }
+    ++counters_.ce_marks_seen;
+  }
+  if (t.in_decrease && serial_le(t.decrease_end, t.suna)) t.in_decrease = false;
+  if (!t.in_decrease) {  // [R-CC-2]
+    t.ai_count += newly;
+    const uint32_t cmax = c.cwnd_max();
+    while (t.ai_count >= t.cwnd) {
+      t.ai_count -= t.cwnd;
+      t.cwnd = std::min(cmax, t.cwnd + 1);
+      if (t.cwnd == cmax) {
+        t.ai_count = std::min(t.ai_count, t.cwnd - 1);
+        break;
+      }
+    }
+  }
+  // [R-REL-4] loss detection: L2 (time) and L1 (gap).
+  if (t.block != kNone) {
+    Block& b = blocks_[t.block];
+    if (b.n_inflight) {
+      // L2: the in-flight records sent before the echoed transmission, oldest first.
+      uint16_t r = b.txo_head;
+      while (r != kNil16) {
+        const Rec& o = b.rec[r];
+        if (!serial_lt(static_cast<uint32_t>(o.last_tx), ts_echo)) break;
+        const uint16_t nx = o.next;
+        set_rec_state(b, t, (r - t.suna) & 255, RecState::Lost);
+        r = nx;
+      }
+      // L1: sent once, and some PSN after it acknowledged.
+      const uint32_t h = highest - t.suna;
+      Bits256 gm;
+      if (h <= 256) {
+        gm = Bits256::prefix(h);
+      } else if (h < 0x80000000u) {
+        gm = Bits256::prefix(256);
+      } else {
+        for (uint32_t j = 0; j < t.n_out; ++j)
+          if (serial_lt(t.suna + j, highest)) gm.set(j);
+      }
+      gm = gm & b.inflight & ~b.retx;
+      for (unsigned j = gm.next(0); j < 256; j = gm.next(j + 1)) set_rec_state(b, t, j, RecState::Lost);
+    }
+  }
+  // [R-PATH-6] back to ACTIVE
+  if ((newly > 0 || answered_probe) && t.state != PathState::Active) {
+    t.state = PathState::Active;
+    t.cwnd = c.init_cwnd();
+    t.ai_count = 0;
+    t.in_decrease = false;
+    t.consecutive_repaths = 0;
+  }
+  // Completions, streams in ascending order (the model walks every stream; only these can complete).
+  if (n_stream_touched_ > 1) std::sort(stream_touched_, stream_touched_ + n_stream_touched_);
+  for (uint32_t i = 0; i < n_stream_touched_; ++i) {
+    c.ss[stream_touched_[i]].touched = false;
+    complete_sends(c, stream_touched_[i]);
+  }
+  update_room(c, p);
+  path_changed(c, p);
+}
+
+// ---- NAK processing [R-PLC-9], [R-REL-9] ----------------------------------------------------------
+
+void Engine::on_nak(Conn& c, uint16_t p, const View& v) noexcept {
+  ++counters_.naks_received;
+  PathTx& t = c.tx[p];
+  const uint32_t psn = v.nak_psn();
+  const uint32_t j = psn - t.suna;
+  if (!serial_le(t.suna, psn) || !serial_lt(psn, t.snxt) || j >= t.n_out || t.block == kNone) return;
+  Block& b = blocks_[t.block];
+  Rec& o = b.rec[psn & 255];
+  if (o.state == RecState::Acked) return;
+  const bool response = msgs_[o.msg].flags & kResponse;
+  const auto code = static_cast<fast::NakCode>(v.nak_code());
+  if (o.is_void) {  // already voided: make sure the VOID goes out
+    set_rec_state(b, t, j, RecState::Lost);
+  } else if (code == fast::NakCode::Rnr) {
+    if (o.rnr_count < 255) ++o.rnr_count;
+    if (o.rnr_count >= cfg_.rnr_retry_max && !response) {
+      fail_work_request(c, o.msg, Status::RnrRetryExceeded);
+      o.is_void = 1;
+      set_rec_state(b, t, j, RecState::Lost);
+    } else {
+      set_rec_state(b, t, j, RecState::RnrWait);
+      o.rnr_until = now_ + (v.nak_detail() ? uint64_t(v.nak_detail()) * 10 : cfg_.rnr_default_us);
+    }
+  } else {
+    Status status = Status::RemoteInvalid;
+    if (code == fast::NakCode::RemoteAccess) status = Status::RemoteAccess;
+    if (code == fast::NakCode::Length) status = Status::RemoteLength;
+    o.is_void = 1;
+    set_rec_state(b, t, j, RecState::Lost);  // the VOID goes out through the retransmission queue
+    if (!response) fail_work_request(c, o.msg, status);
+  }
+  update_room(c, p);
+  path_changed(c, p);
+}
+
+// ---- timers of a path: RNR waits, tail probe, RTO -------------------------------------------------
+
+void Engine::send_probe(Conn& c, uint16_t p) noexcept {
+  PathTx& t = c.tx[p];
+  uint8_t* bth;
+  io::PacketBuf* b = frame_begin(c, false, t.route, &bth);
+  fast::put_probe(bth, this->bth(c, p, fast::kFlagAr));  // [R-REL-6]
+  frame_end(b, 0);
+  ++counters_.probes_sent;
+  if (!t.probe_outstanding) ++c.probes_out;
+  t.probe_outstanding = true;
+  t.probe_ts = static_cast<uint32_t>(now_);
+}
+
+void Engine::repath(Conn& c, uint16_t p) noexcept {
+  PathTx& t = c.tx[p];
+  ++t.repaths;
+  ++counters_.repaths;
+  if (t.state == PathState::Active) {  // [R-PATH-4]
+    t.state = PathState::Suspect;
+    t.consecutive_repaths = 0;
+  }
+  ++t.consecutive_repaths;
+  if (t.state == PathState::Suspect && t.consecutive_repaths >= 3) t.state = PathState::Failed;
+  if (t.state == PathState::Failed) {
+    // [R-PATH-5]: the route of the lowest-numbered ACTIVE path, known to work.
+    for (uint16_t q = 0; q < c.paths; ++q) {
+      if (c.tx[q].state == PathState::Active) {
+        t.route = c.tx[q].route;
+        return;
+      }
+    }
+  }
+  t.route = default_route(c.id, p, t.fresh_routes++);
+}
+
+void Engine::path_timers(Conn& c, uint16_t p) noexcept {
+  PathTx& t = c.tx[p];
+  if (t.block == kNone) return;
+  Block& b = blocks_[t.block];
+  if (b.n_rnr)  // [R-PLC-9]: the RNR wait is over, retransmit
+    for (unsigned j = b.rnr.next(0); j < 256; j = b.rnr.next(j + 1))
+      if (b.rec[(t.suna + j) & 255].rnr_until <= now_) set_rec_state(b, t, j, RecState::Lost);
+  if (b.n_inflight == 0) {
+    update_room(c, p);
+    return;
+  }
+  const uint64_t earliest = b.rec[b.txo_head].last_tx;
+  if (std::max(t.last_ack, earliest) + t.rto_current <= now_) {  // [R-REL-7]
+    for (unsigned j = b.inflight.next(0); j < 256; j = b.inflight.next(j + 1)) set_rec_state(b, t, j, RecState::Lost);
+    t.rto_current = std::min(cfg_.rto_max_us, t.rto_current * 2);
+    t.probe_sent_in_period = false;
+    if (t.probe_outstanding) {
+      t.probe_outstanding = false;
+      --c.probes_out;
+    }
+    repath(c, p);
+  } else if (!t.probe_sent_in_period) {  // [R-REL-6]
+    const uint32_t pto = t.have_sample ? std::max(cfg_.pto_min_us, 2 * t.srtt) : cfg_.rto_init_us / 2;
+    if (std::max(t.last_tx, t.last_ack) + pto <= now_) {
+      send_probe(c, p);
+      t.probe_sent_in_period = true;
+    }
+  }
+  update_room(c, p);
+}
+
+}  // namespace mroce::engine
