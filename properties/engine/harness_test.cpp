@@ -6,7 +6,7 @@
 
 #include <cstdlib>
 
-#include "engine_sim_endpoint.hpp"
+#include "lockstep/engine_endpoint.hpp"
 #include "netsim/checks.hpp"
 #include "netsim/generate.hpp"
 #include "netsim/trace.hpp"
@@ -15,6 +15,7 @@ namespace mroce::testing {
 namespace {
 
 using namespace mroce::harness;
+using mroce::lockstep::engine_factory;
 
 Scenario scenario(uint64_t seed, uint32_t loss_ppm, uint32_t links_down) {
   FaultKnobs k;

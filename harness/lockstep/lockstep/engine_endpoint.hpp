@@ -4,7 +4,7 @@
 // connection events interleaved as produced), so that harness traces of the model and of the engine
 // can be compared line by line.
 //
-// Copied from properties/engine/engine_sim_endpoint.* (engine tests can switch to this library), plus
+// The engine's harness adapter (the engine's own harness tests use it too), plus
 // a test-only CANARY option: a deliberately planted bug applied to the engine's output, used to show
 // that the differential tester catches and shrinks a real engine fault.
 #pragma once

@@ -1,4 +1,4 @@
-// EngineEndpoint: see engine_sim_endpoint.hpp.
+// EngineEndpoint: see lockstep/engine_endpoint.hpp.
 #include "lockstep/engine_endpoint.hpp"
 
 #include <algorithm>
