@@ -227,8 +227,9 @@ void Engine::on_data(Conn& c, uint16_t p, const View& v) noexcept {
           const bool wimm = op == fast::Opcode::WriteImm;
           const bool inconsistent = rv->seen && (rv->msg_length != v.msg_length() || rv->is_wimm != wimm ||
                                                  (rv->is_wimm && rv->imm != v.immediate()));
-          if ((rv->done && rv->status == Status::Success) || inconsistent)
-            vd.nak = uint8_t(fast::NakCode::InvalidRequest);
+          // [R-SEC-9] (1): its message already completed, or was abandoned and canceled
+          const bool finished = rv->done && (rv->status == Status::Success || rv->status == Status::Canceled);
+          if (finished || inconsistent) vd.nak = uint8_t(fast::NakCode::InvalidRequest);
           else
             vd.recv = rv;
         }
