@@ -461,6 +461,8 @@ static void post_work(Connection& c, WorkRequest wr) {
     st.wrs.push_back(std::move(wr));
 }
 
+// [R-ARCH-3]: no rule here depends on the network being lossless, in order or uncorrupted; the
+// model properties (P1, P7) check that every message completes exactly once under all of these.
 std::vector<Action> Endpoint::handle(Time now, const Event& event) {
     EndpointState& s = *s_;
     s.out.clear();

@@ -50,7 +50,7 @@ void EndpointState::fs_compute() {
     fs_next = any ? (now / interval + 1) * interval : 0;
 }
 
-// [R-FS-2]: a data packet on a connection that was not active makes it active at once, with the
+// [R-FS-2], [R-FS-5]: a data packet on a connection that was not active makes it active at once, with the
 // provisional demand C / (N + 1), and the shares are recomputed at once.
 void EndpointState::fs_on_data(Connection& c, uint32_t payload_len) {
     c.bits_in_interval += uint64_t(8) * payload_len;
