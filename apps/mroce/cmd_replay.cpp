@@ -8,6 +8,7 @@
 #include <sstream>
 #include <string>
 
+#include "cmd_diff.hpp"
 #include "command.hpp"
 #include "engines.hpp"
 #include "netsim/trace.hpp"
@@ -114,7 +115,10 @@ Runner add_replay(CLI::App& app, const GlobalOptions& global) {
     sub->footer(
         "Exit status: 0 when the rerun reproduces the recorded events (if any) and passes the "
         "trace's checks, 1 otherwise, 2 for an unreadable or malformed trace.");
-    return [o, &global]() { return run_replay(*o, global); };
+    return [o, &global]() {
+        if (o->engine == "lockstep") return replay_differential(o->file, global.json);
+        return run_replay(*o, global);
+    };
 }
 
 }  // namespace mroce::cli
