@@ -64,6 +64,14 @@ struct NetConfig {
     model::Time faults_until = 0;  // from this time on: Deliver only, all links up (kNever: never)
     bool protect_handshake =
         true;  // connection-control frames always get through (no fate, no link drop)
+    // A plane failure: from `dead_from` on, the last `dead_links` links (indices links - dead_links
+    // .. links - 1) drop every frame in both directions, for good. Unlike link events, faults_until
+    // does not revive them; handshake protection still applies.
+    uint16_t dead_links = 0;
+    model::Time dead_from = 0;
+    bool link_dead(model::Time now, uint16_t link) const {
+        return dead_links > 0 && now >= dead_from && link + dead_links >= links;
+    }
     bool operator==(const NetConfig&) const = default;
 };
 

@@ -134,7 +134,8 @@ Network::Entered Network::enter(model::Time now, Side from, std::vector<uint8_t>
     const bool exempt = faults_over(now) || (config_.protect_handshake && is_control);
     if (!exempt && e.index < schedule_.fates.size()) e.fate = schedule_.fates[e.index];
     const model::Time arrive = now + config_.base_delay_us;
-    if (!exempt && !link_up(from, e.link)) {
+    const bool control_protected = config_.protect_handshake && is_control;
+    if ((!exempt && !link_up(from, e.link)) || (!control_protected && config_.link_dead(now, e.link))) {
         e.link_down = true;
         return e;
     }

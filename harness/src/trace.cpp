@@ -227,7 +227,9 @@ std::string scenario_text(const Scenario& s, CheckMode mode) {
     if (s.connections != 1) o << "connections count=" << s.connections << "\n";
     o << "net base_delay_us=" << s.net.base_delay_us << " links=" << s.net.links
       << " faults_until=" << time_str(s.net.faults_until)
-      << " protect_handshake=" << num(s.net.protect_handshake) << "\n";
+      << " protect_handshake=" << num(s.net.protect_handshake);
+    if (s.net.dead_links > 0) o << " dead_links=" << s.net.dead_links << " dead_from=" << s.net.dead_from;
+    o << "\n";
     o << "limits time_limit=" << time_str(s.limits.time_limit)
       << " max_events=" << s.limits.max_events << " linger_us=" << s.limits.linger_us
       << " until_conn_down=" << num(s.limits.until_conn_down) << "\n";
@@ -352,6 +354,12 @@ ParsedTrace parse_trace(std::string_view text) {
             f.into("links", p.scenario.net.links);
             p.scenario.net.faults_until = f.time("faults_until");
             f.into("protect_handshake", p.scenario.net.protect_handshake);
+            if (f.has("dead_links")) {
+                f.into("dead_links", p.scenario.net.dead_links);
+                f.into("dead_from", p.scenario.net.dead_from);
+                if (p.scenario.net.dead_links >= p.scenario.net.links)
+                    f.fail("dead_links must leave at least one link alive");
+            }
         } else if (word == "limits") {
             const Fields f = split(line, line_no, 1);
             p.scenario.limits.time_limit = f.time("time_limit");

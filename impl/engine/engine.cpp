@@ -431,9 +431,11 @@ void Engine::on_frame(const uint8_t* frame, uint32_t len) noexcept {
       on_nak(c, path, v);
       return;
     case fast::Opcode::Probe:
+      c.rx[path].reply_route = v.udp_sport();  // [R-ACK-5]
       on_probe(c, path, v);
       return;
     default:
+      c.rx[path].reply_route = v.udp_sport();  // [R-ACK-5]
       on_data(c, path, v);
       return;
   }

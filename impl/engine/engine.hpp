@@ -119,6 +119,7 @@ struct PathTx {
   uint32_t srtt = 0, rttvar = 0, rto = 0, rto_current = 0;
   uint32_t fresh_routes = 0, consecutive_repaths = 0, probe_ts = 0;
   uint64_t last_ack = 0, last_tx = 0;
+  uint64_t last_repath = 0;  // [R-PATH-5]: when this path's route last changed on an RTO
   uint64_t retransmissions = 0, repaths = 0, packets_sent = 0;
   uint16_t route = 0;
   PathState state = PathState::Active;
@@ -134,6 +135,7 @@ struct PathRx {
   uint32_t ts_echo = 0;       // [R-ACK-7]
   uint32_t unacked = 0;       // accepted since the last ACK [R-ACK-3]
   uint64_t first_unacked = 0;
+  uint16_t reply_route = 0;   // UDP source port of the latest data/PROBE packet [R-ACK-5]
 };
 
 struct Recv {

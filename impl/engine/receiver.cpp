@@ -9,8 +9,8 @@ namespace mroce::engine {
 void Engine::send_ack(Conn& c, uint16_t p) noexcept {
   PathRx& r = c.rx[p];
   uint8_t* bth;
-  // [R-ACK-5]: on the receiver's own route for the same path ID.
-  io::PacketBuf* b = frame_begin(c, false, c.tx[p].route, &bth);
+  // [R-ACK-5]: on the path's reply route (the source port of its latest data or probe packet).
+  io::PacketBuf* b = frame_begin(c, false, r.reply_route, &bth);
   fast::AckFields a;
   a.cpsn = r.st.cpsn;
   a.ce_count = r.ce_count;
@@ -27,7 +27,8 @@ void Engine::send_ack(Conn& c, uint16_t p) noexcept {
 
 void Engine::send_nak(Conn& c, uint16_t p, uint32_t psn, fast::NakCode code) noexcept {
   uint8_t* bth;
-  io::PacketBuf* b = frame_begin(c, false, c.tx[p].route, &bth);
+  // [R-ACK-8], [R-ACK-5]: on the path of the refused packet, its reply route.
+  io::PacketBuf* b = frame_begin(c, false, c.rx[p].reply_route, &bth);
   fast::put_nak(bth, this->bth(c, p, 0), psn, uint8_t(code), code == fast::NakCode::Rnr ? cfg_.rnr_detail : 0);  // [R-HDR-24]
   frame_end(b, 0);
   ++counters_.naks_sent;

@@ -667,10 +667,13 @@ void Engine::repath(Conn& c, uint16_t p) noexcept {
   }
   ++t.consecutive_repaths;
   if (t.state == PathState::Suspect && t.consecutive_repaths >= 3) t.state = PathState::Failed;
+  const uint64_t previous_repath = t.last_repath;
+  t.last_repath = now_;
   if (t.state == PathState::Failed) {
-    // [R-PATH-5]: the route of the lowest-numbered ACTIVE path, known to work.
+    // [R-PATH-5]: the route of the lowest-numbered ACTIVE path acknowledged since this path's
+    // previous re-path: a route known to work now (an idle donor may have died unseen, A-26).
     for (uint16_t q = 0; q < c.paths; ++q) {
-      if (c.tx[q].state == PathState::Active) {
+      if (q != p && c.tx[q].state == PathState::Active && c.tx[q].last_ack > previous_repath) {
         t.route = c.tx[q].route;
         return;
       }

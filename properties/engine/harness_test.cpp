@@ -73,6 +73,23 @@ TEST(EngineHarness, TraceEqualsTheModelsLineForLine) {
   }
 }
 
+// one of four planes dies for good mid-run; the engine must finish everything like the model.
+TEST(EngineHarness, R_ACK_5_PlaneDiesForGoodEverythingCompletesLikeTheModel) {
+  uint64_t lost_on_dead_plane = 0;
+  for (uint64_t seed = 1; seed <= seeds(); ++seed) {
+    Scenario s = scenario(seed, 10000, 0);
+    s.net.dead_links = 1;
+    s.net.dead_from = 10 + 11 * seed;
+    const RunResult m = run(s, model_factory());
+    const RunResult e = run(s, engine_factory());
+    const auto v = check_all(s, e);
+    EXPECT_TRUE(v.empty()) << "seed " << seed << "\n" << format_violations(v);
+    lost_on_dead_plane += e.net.link_dropped;
+    EXPECT_EQ(first_difference(m, e), "") << "seed " << seed;
+  }
+  EXPECT_GT(lost_on_dead_plane, 0u);
+}
+
 TEST(EngineHarness, R_CONN_8_DeadNetworkFailsEverythingLikeTheModel) {
   Scenario s = scenario(4, 0, 0);
   s.schedule = dead_network(100, s.net.links);

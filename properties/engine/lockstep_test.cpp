@@ -460,12 +460,37 @@ TEST(EngineLockstep, R_PATH_5_FailedPathAdoptsRouteOfActivePath) {
     return !(from == 0 && p.path_id == 3 && !good.count(p.udp_sport));
   };
   post_write(net, 1, 16 * 4096);
-  net.run(200000, [&] { return !net.completions[0].empty(); });
+  // Paths 0..2 kept busy, so they are donors known to work now.
+  auto wr1_done = [&] {
+    for (const auto& c : net.completions[0])
+      if (c.wr_id == 1) return true;
+    return false;
+  };
+  for (uint64_t wr = 100; !net.diverged() && net.now() < 200000 && !wr1_done(); ++wr) {
+    post_write(net, wr, 3 * 4096, 1, 0x20000);
+    net.run(net.now() + 500, wr1_done);
+  }
   ASSERT_FALSE(net.diverged()) << net.divergence;
-  ASSERT_EQ(net.completions[0].size(), 1u);
+  ASSERT_TRUE(wr1_done());
   auto v = net.dev(0).path_info(net.conn[0], 3);
   EXPECT_TRUE(good.count(v->route));
   EXPECT_EQ(v->repaths, 3u);
+  EXPECT_IN_STEP(net);
+}
+
+// an idle ACTIVE path is no donor; model and engine both take fresh routes.
+TEST(EngineLockstep, R_PATH_5_IdleActivePathIsNoDonor) {
+  Lockstep net(config_for(0), config_for(1));
+  net.setup();
+  net.filter = [&](int from, const ref::Packet& p, std::vector<uint8_t>&) { return !(from == 0 && p.path_id == 3); };
+  std::set<uint16_t> others;
+  for (uint16_t p = 0; p < 3; ++p) others.insert(net.dev(0).path_info(net.conn[0], p)->route);
+  post_write(net, 1, 16 * 4096);
+  net.run(net.now() + 20000);
+  ASSERT_FALSE(net.diverged()) << net.divergence;
+  auto v = net.dev(0).path_info(net.conn[0], 3);
+  EXPECT_GE(v->repaths, 4u);
+  EXPECT_FALSE(others.count(v->route));
   EXPECT_IN_STEP(net);
 }
 

@@ -1,6 +1,8 @@
 // Requirement-level unit tests of the model, named by the requirement they check.
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include "pair.hpp"
 
 namespace mroce::model::testing {
@@ -256,6 +258,12 @@ constexpr uint64_t kDst2 = 0x10000 + 0x80000;
 
 bool data_pkt(const ref::Packet& p) { return ref::is_data_opcode(p.opcode); }
 
+bool wr1_done(Pair& net) {
+    for (const auto& c : net.completions[0])
+        if (c.wr_id == 1) return c.status == Status::Success;
+    return false;
+}
+
 void post_write(Pair& net, uint64_t wr, uint32_t len, uint16_t stream = 0, uint64_t off = 0) {
     net.handle(0, PostWrite{net.conn[0], stream, wr, kSrc + off, len, net.keys[0][0].lkey,
                             kDst2 + off, net.keys[1][0].rkey, std::nullopt});
@@ -401,6 +409,42 @@ TEST(ModelLoss, R_REL_7_RtoBacksOffAndRepaths_R_PATH_2) {
     EXPECT_GT(blocked, 0);
 }
 
+// B only receives, so it never re-paths. Its own route for path 2 is dead in the reverse
+// direction; ACKs must follow A's data route (and A's re-path), not B's own route, or path 2 is
+// never acknowledged again.
+TEST(ModelAck, R_ACK_5_AckTakesTheDataRouteAndFollowsARepath) {
+    Pair net;
+    net.setup();
+    const uint16_t b_own = net.b().path_view(net.conn[1], 2)->route;
+    const uint16_t a_first = net.a().path_view(net.conn[0], 2)->route;
+    std::map<uint16_t, uint16_t> last_data_sport;  // path -> source port of A's latest data/probe
+    ASSERT_NE(b_own, a_first);
+    int acks = 0, mismatched = 0, via_b_own = 0;
+    net.filter = [&](int from, const ref::Packet& p, std::vector<uint8_t>&) {
+        if (from == 0 && p.opcode != ref::Opcode::Ack && p.opcode != ref::Opcode::Nak)
+            last_data_sport[p.path_id] = p.udp_sport;
+        if (from == 1 && p.opcode == ref::Opcode::Ack) {
+            ++acks;
+            mismatched += p.udp_sport != last_data_sport[p.path_id];
+            via_b_own += p.udp_sport == b_own;
+        }
+        // Everything on A's first route of path 2 is lost, both ways, from the start, and so is
+        // everything B sends on its own route of path 2 (under the old rule: every ACK of path 2).
+        return p.udp_sport != a_first && !(from == 1 && p.udp_sport == b_own);
+    };
+    post_write(net, 1, 64 * 4096);
+    net.run(200000, [&] { return !net.completions[0].empty(); });
+    ASSERT_EQ(net.completions[0].size(), 1u);
+    EXPECT_EQ(net.completions[0][0].status, Status::Success);
+    EXPECT_GT(acks, 0);
+    EXPECT_EQ(mismatched, 0);  // no reordering here: every ACK carries the latest data source port
+    EXPECT_EQ(via_b_own, 0);
+    auto v = net.a().path_view(net.conn[0], 2);
+    EXPECT_NE(v->route, a_first);
+    EXPECT_GE(v->repaths, 1u);
+    EXPECT_EQ(v->state, PathState::Active);
+}
+
 TEST(ModelPaths, R_PATH_5_FailedPathAdoptsRouteOfActivePath) {
     Pair net;
     net.setup();
@@ -413,12 +457,35 @@ TEST(ModelPaths, R_PATH_5_FailedPathAdoptsRouteOfActivePath) {
         return true;
     };
     post_write(net, 1, 16 * 4096);
-    net.run(200000, [&] { return !net.completions[0].empty(); });
-    ASSERT_EQ(net.completions[0].size(), 1u);
-    EXPECT_EQ(net.completions[0][0].status, Status::Success);
+    // Keep paths 0..2 busy (a write on stream 1 every 500 µs) so that they are acknowledged after
+    // path 3's re-paths: donors known to work now.
+    for (uint64_t wr = 100; net.now() < 200000 && !wr1_done(net); ++wr) {
+        post_write(net, wr, 3 * 4096, 1, 0x20000);
+        net.run(net.now() + 500, [&] { return wr1_done(net); });
+    }
+    ASSERT_TRUE(wr1_done(net));
     auto v = net.a().path_view(net.conn[0], 3);
     EXPECT_TRUE(good.count(v->route));
     EXPECT_EQ(v->repaths, 3u);  // SUSPECT twice on fresh routes, then FAILED adopts a working one
+}
+
+// a donor idle since the failing path's previous re-path is not known to work (its route may
+// have died unseen): the FAILED path takes a fresh route instead of the idle path's.
+TEST(ModelPaths, R_PATH_5_IdleActivePathIsNoDonor) {
+    Pair net;
+    net.setup();
+    // Path 3 loses everything whatever its route; paths 0..2 finish at once and fall idle.
+    net.filter = [&](int from, const ref::Packet& p, std::vector<uint8_t>&) {
+        return !(from == 0 && p.path_id == 3);
+    };
+    std::set<uint16_t> others;
+    for (uint16_t p = 0; p < 3; ++p) others.insert(net.a().path_view(net.conn[0], p)->route);
+    post_write(net, 1, 16 * 4096);
+    net.run(net.now() + 20000);
+    auto v = net.a().path_view(net.conn[0], 3);
+    EXPECT_EQ(v->state, PathState::Failed);
+    EXPECT_GE(v->repaths, 4u);
+    EXPECT_FALSE(others.count(v->route));
 }
 
 TEST(ModelErrors, R_PLC_9_RnrRetryExceeded) {

@@ -406,6 +406,8 @@ static void on_frame(EndpointState& s, const std::vector<uint8_t>& frame) {
         return;
     }
     const std::span<const uint8_t> payload(frame.data() + p.payload_offset, p.payload_len);
+    // [R-ACK-5]: every data or PROBE packet of the path sets its reply route, before it is processed.
+    if (p.opcode != ref::Opcode::Ack && p.opcode != ref::Opcode::Nak) c.rx[p.path_id].reply_route = p.udp_sport;
     switch (p.opcode) {
         case ref::Opcode::Ack:
             s.on_ack(c, p.path_id, p);

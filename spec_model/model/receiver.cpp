@@ -22,8 +22,8 @@ void mark_received(PathRx& r, uint32_t psn) {
 // [R-ACK-4]: called synchronously, so the ACK reflects every packet processed before it.
 void EndpointState::send_ack(Connection& c, uint16_t path) {
     PathRx& r = c.rx[path];
-    // [R-ACK-5]: on the receiver's own route for the same path ID.
-    ref::Packet a = base_packet(c, ref::Opcode::Ack, path, c.tx[path].route, false);
+    // [R-ACK-5]: on the path's reply route (the source port of its latest data or probe packet).
+    ref::Packet a = base_packet(c, ref::Opcode::Ack, path, r.reply_route, false);
     a.cpsn = r.cpsn;
     a.ce_count = r.ce_count;
     a.ts_echo = r.ts_echo;
@@ -195,7 +195,8 @@ void EndpointState::on_data(Connection& c, uint16_t path, const ref::Packet& p,
                 v.recv->msg_length = p.msg_length;
                 complete_recvs(c, p.stream_id);
             }
-            ref::Packet n = base_packet(c, ref::Opcode::Nak, path, c.tx[path].route, false);
+            // [R-ACK-8], [R-ACK-5]: on the path of the refused packet, its reply route.
+            ref::Packet n = base_packet(c, ref::Opcode::Nak, path, r.reply_route, false);
             n.nak_psn = psn;
             n.nak_code = static_cast<uint8_t>(*v.nak);
             n.nak_detail = *v.nak == ref::NakCode::Rnr ? cfg.rnr_detail : 0;  // [R-HDR-24]

@@ -101,6 +101,7 @@ struct PathTx {
     uint32_t rto_current = 0;  // with backoff
     Time last_ack = 0;
     Time last_tx = 0;
+    Time last_repath = 0;  // [R-PATH-5]: when this path's route last changed on an RTO
     // tail probe [R-REL-6]
     bool probe_sent_in_period = false;
     bool probe_outstanding = false;
@@ -165,6 +166,7 @@ struct PathRx {
     uint32_t ts_echo = 0;          // [R-ACK-7]
     uint32_t unacked = 0;          // accepted since the last ACK [R-ACK-3]
     Time first_unacked = 0;
+    uint16_t reply_route = 0;      // UDP source port of the latest data/PROBE packet [R-ACK-5]
 };
 
 struct PostedRecv {
