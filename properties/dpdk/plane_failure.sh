@@ -14,7 +14,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 
 mroce=${1:?usage: plane_failure.sh PATH/TO/mroce [--planes P] [--loss N] [--iters N]}
 shift
-planes=4 loss=0 iters=6000 size=65536
+planes=4 loss=0 iters=6000 size=65536 payload=8192
 while [ $# -gt 0 ]; do
   case "$1" in
     --planes) planes=$2; shift 2 ;;
@@ -60,11 +60,11 @@ args() {  # side -> addressing options for every plane
   echo "${out[@]}"
 }
 
-ip netns exec "$NS_B" "$mroce" --json perf server $(args b) --op mixed -s $size --timeout 90 -q ${PF_EXTRA:-} \
+ip netns exec "$NS_B" "$mroce" --json perf server $(args b) --op mixed -s $size -m $payload --timeout 90 -q ${PF_EXTRA:-} \
   --file-prefix "pf-b-$$" --lcores 0@0 >"$work/server.out" 2>"$work/server.err" &
 pids+=($!)
 sleep 1
-ip netns exec "$NS_A" "$mroce" --json perf client $(args a) --op mixed -s $size -n "$iters" -t "${PF_DEPTH:-64}" --timeout 80 -q ${PF_EXTRA:-} \
+ip netns exec "$NS_A" "$mroce" --json perf client $(args a) --op mixed -s $size -m $payload -n "$iters" -t "${PF_DEPTH:-64}" --timeout 80 -q ${PF_EXTRA:-} \
   --file-prefix "pf-a-$$" --lcores 0@1 >"$work/client.out" 2>"$work/client.err" &
 cpid=$!
 pids+=($cpid)

@@ -123,7 +123,7 @@ struct DeviceConfig {
   uint32_t ack_delay_us = 8;
   uint32_t rto_init_us = 1000;
   uint32_t rto_min_us = 100;
-  uint32_t rto_max_us = 100000;
+  uint32_t rto_max_us = 6250;  // [R-RTO-3]: at most peer_timeout_us / 8
   uint32_t pto_min_us = 20;
   uint32_t fs_interval_us = 50;
   uint32_t hint_ttl_us = 1000;
