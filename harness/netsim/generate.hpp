@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "impair/fate.hpp"
 #include "netsim/network.hpp"
 #include "netsim/run.hpp"
 #include "netsim/trace.hpp"
@@ -14,35 +15,18 @@
 
 namespace mroce::harness {
 
-struct FaultKnobs {
-    uint32_t frames = 2000;  // length of the generated fates list (later frames are delivered)
-    // i.i.d. loss
-    uint32_t loss_ppm = 0;
-    // Gilbert-Elliott bursty loss: a two-state chain stepped once per frame.
-    uint32_t ge_enter_bad_ppm = 0;  // P(good -> bad)
-    uint32_t ge_leave_bad_ppm = 0;  // P(bad -> good)
-    uint32_t ge_loss_good_ppm = 0;
-    uint32_t ge_loss_bad_ppm = 0;
-    uint32_t dup_ppm = 0;
-    uint32_t dup_gap_max_us = 20;
-    uint32_t delay_ppm = 0;  // reordering: extra delay in [1, delay_max_us]
-    uint32_t delay_max_us = 50;
-    uint32_t ce_ppm = 0;
-    uint32_t corrupt_ppm = 0;
-    // Link failures: `link_failures` outages, each of one random link in one random direction (or
-    // both), starting uniformly in [link_from, faults_until), lasting [down_min_us, down_max_us].
-    uint32_t link_failures = 0;
-    uint64_t link_from = 0;
-    uint32_t down_min_us = 100;
-    uint32_t down_max_us = 5000;
-    uint64_t faults_until = 0;  // also copied into NetConfig::faults_until by the caller
-    bool operator==(const FaultKnobs&) const = default;
-};
+// The fault knobs are the impairment layer's (impl/impair/fate.hpp): same names, defaults and
+// "key=value ..." text on ports and in memory. i.i.d. loss, Gilbert-Elliott bursty loss,
+// duplication, delay (reordering), CE marking, corruption; and, drawn only here (after the whole
+// fates list), `link_failures` outages of one random link in one random direction (or both),
+// starting uniformly in [link_from, faults_until), lasting [down_min_us, down_max_us].
+// faults_until is also copied into NetConfig::faults_until by the caller.
+using impair::FaultKnobs;
+using impair::knobs_from_string;
+using impair::knobs_to_string;
 
-// "loss_ppm=1000 ce_ppm=5000 ..." <-> knobs (unknown keys: std::invalid_argument).
-std::string knobs_to_string(const FaultKnobs& k);
-FaultKnobs knobs_from_string(std::string_view text);
-
+// The fates are impair::FateGenerator(knobs, seed)'s first `frames` draws; the link events are drawn
+// after them from the same generator.
 Schedule generate_schedule(const FaultKnobs& knobs, uint16_t links, uint64_t seed);
 
 // Every link of both directions goes down at `at` and never comes back (use faults_until = kNever).

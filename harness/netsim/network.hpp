@@ -14,6 +14,7 @@
 #include <string_view>
 #include <vector>
 
+#include "impair/fate.hpp"
 #include "model/types.hpp"
 
 namespace mroce::harness {
@@ -28,17 +29,13 @@ inline char side_char(Side s) {
 
 inline constexpr model::Time kNever = UINT64_MAX;
 
-struct PacketFate {
-    enum Kind : uint8_t { Deliver, Drop, Duplicate, Delay, MarkCe, Corrupt };
-    Kind kind = Deliver;
-    uint32_t extra_delay_us =
-        0;  // Delay: added to the base delay. Duplicate: gap before copy 2 (0 = 1 µs)
-    uint16_t corrupt_offset = 0;  // Corrupt: byte of the IP packet (taken modulo its length)
-    uint8_t corrupt_xor = 0;      // Corrupt: XOR mask (0 acts as 0x01)
-    bool operator==(const PacketFate&) const = default;
-};
-std::string_view fate_name(PacketFate::Kind k);
-std::optional<PacketFate::Kind> fate_from_name(std::string_view name);
+// One frame's fate: the impairment layer's type (impl/impair/fate.hpp), so a schedule drawn here and
+// the fates drawn on DPDK ports are the same values. Delay: added to the base delay. Duplicate: gap
+// before copy 2 (0 = 1 µs). Corrupt: XOR `corrupt_xor` (0 acts as 1) into byte `corrupt_offset`
+// (modulo the IP packet's length).
+using impair::PacketFate;
+using impair::fate_from_name;
+using impair::fate_name;
 
 // Direction of a link event: the links from A to B, from B to A, or both.
 enum class LinkDir : uint8_t { AtoB, BtoA, Both };

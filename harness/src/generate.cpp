@@ -9,97 +9,12 @@
 #include "netsim/prng.hpp"
 
 namespace mroce::harness {
-namespace {
-
-template <class K, class F>
-void for_each_knob(K& k, F&& f) {
-    f("frames", k.frames);
-    f("loss_ppm", k.loss_ppm);
-    f("ge_enter_bad_ppm", k.ge_enter_bad_ppm);
-    f("ge_leave_bad_ppm", k.ge_leave_bad_ppm);
-    f("ge_loss_good_ppm", k.ge_loss_good_ppm);
-    f("ge_loss_bad_ppm", k.ge_loss_bad_ppm);
-    f("dup_ppm", k.dup_ppm);
-    f("dup_gap_max_us", k.dup_gap_max_us);
-    f("delay_ppm", k.delay_ppm);
-    f("delay_max_us", k.delay_max_us);
-    f("ce_ppm", k.ce_ppm);
-    f("corrupt_ppm", k.corrupt_ppm);
-    f("link_failures", k.link_failures);
-    f("link_from", k.link_from);
-    f("down_min_us", k.down_min_us);
-    f("down_max_us", k.down_max_us);
-    f("faults_until", k.faults_until);
-}
-
-}  // namespace
-
-std::string knobs_to_string(const FaultKnobs& k) {
-    std::string s;
-    for_each_knob(k, [&](const char* name, const auto& v) {
-        if (!s.empty()) s += ' ';
-        s += name;
-        s += '=';
-        s += std::to_string(v);
-    });
-    return s;
-}
-
-FaultKnobs knobs_from_string(std::string_view text) {
-    FaultKnobs k;
-    size_t pos = 0;
-    while (pos < text.size()) {
-        while (pos < text.size() && text[pos] == ' ') ++pos;
-        if (pos >= text.size()) break;
-        size_t end = text.find(' ', pos);
-        if (end == std::string_view::npos) end = text.size();
-        const auto item = text.substr(pos, end - pos);
-        pos = end;
-        const auto eq = item.find('=');
-        if (eq == std::string_view::npos)
-            throw std::invalid_argument("knob without '=': " + std::string(item));
-        const auto key = item.substr(0, eq), val = item.substr(eq + 1);
-        bool found = false;
-        for_each_knob(k, [&](const char* name, auto& field) {
-            if (key != name) return;
-            found = true;
-            auto r = std::from_chars(val.data(), val.data() + val.size(), field);
-            if (r.ec != std::errc() || r.ptr != val.data() + val.size())
-                throw std::invalid_argument("bad value for knob " + std::string(key));
-        });
-        if (!found) throw std::invalid_argument("unknown knob: " + std::string(key));
-    }
-    return k;
-}
-
 Schedule generate_schedule(const FaultKnobs& k, uint16_t links, uint64_t seed) {
-    Prng g(seed);
+    impair::FateGenerator gen(k, seed);
     Schedule s;
     s.fates.resize(k.frames);
-    bool bad = false;  // Gilbert-Elliott state
-    const bool ge = k.ge_enter_bad_ppm > 0;
-    for (auto& f : s.fates) {
-        if (ge) bad = bad ? !g.chance_ppm(k.ge_leave_bad_ppm) : g.chance_ppm(k.ge_enter_bad_ppm);
-        const bool lost = g.chance_ppm(k.loss_ppm) ||
-                          (ge && g.chance_ppm(bad ? k.ge_loss_bad_ppm : k.ge_loss_good_ppm));
-        if (lost) {
-            f.kind = PacketFate::Drop;
-        } else if (g.chance_ppm(k.corrupt_ppm)) {
-            // One byte, any non-zero XOR: a burst of at most 8 bits, which CRC-32C and the IPv4
-            // header checksum always detect.
-            f.kind = PacketFate::Corrupt;
-            f.corrupt_offset = uint16_t(g.below(65536));
-            f.corrupt_xor = uint8_t(1 + g.below(255));
-        } else if (g.chance_ppm(k.dup_ppm)) {
-            f.kind = PacketFate::Duplicate;
-            f.extra_delay_us = uint32_t(1 + g.below(std::max<uint32_t>(k.dup_gap_max_us, 1)));
-        } else if (g.chance_ppm(k.delay_ppm)) {
-            f.kind = PacketFate::Delay;
-            f.extra_delay_us = uint32_t(1 + g.below(std::max<uint32_t>(k.delay_max_us, 1)));
-        } else if (g.chance_ppm(k.ce_ppm)) {
-            f.kind = PacketFate::MarkCe;
-        }
-    }
+    for (auto& f : s.fates) f = gen.next();
+    Prng& g = gen.prng();
     if (k.link_failures > 0 && k.faults_until > k.link_from && links > 0) {
         for (uint32_t i = 0; i < k.link_failures; ++i) {
             LinkEvent down;
@@ -248,7 +163,12 @@ void set_knob(SimKnobs& k, std::string_view key, std::string_view value) {
         found = true;
         parse_value(key, value, field);
     };
-    for_each_knob(k.faults, visit);
+    // Fault knobs: the impairment layer's names and grammar.
+    const std::string fault_names = " " + knobs_to_string(FaultKnobs{});
+    if (fault_names.find(" " + std::string(key) + "=") != std::string::npos) {
+        k.faults = knobs_from_string(std::string(key) + "=" + std::string(value), k.faults);
+        return;
+    }
     for_each_workload_knob(k.workload, visit);
     for_each_sim_knob(k, visit);
     if (!found) throw std::invalid_argument("unknown knob: " + std::string(key));

@@ -4,30 +4,6 @@
 
 namespace mroce::harness {
 
-std::string_view fate_name(PacketFate::Kind k) {
-    switch (k) {
-        case PacketFate::Deliver:
-            return "Deliver";
-        case PacketFate::Drop:
-            return "Drop";
-        case PacketFate::Duplicate:
-            return "Duplicate";
-        case PacketFate::Delay:
-            return "Delay";
-        case PacketFate::MarkCe:
-            return "MarkCe";
-        case PacketFate::Corrupt:
-            return "Corrupt";
-    }
-    return "UNKNOWN";
-}
-
-std::optional<PacketFate::Kind> fate_from_name(std::string_view n) {
-    for (int k = PacketFate::Deliver; k <= PacketFate::Corrupt; ++k)
-        if (fate_name(PacketFate::Kind(k)) == n) return PacketFate::Kind(k);
-    return std::nullopt;
-}
-
 std::string_view link_dir_name(LinkDir d) {
     switch (d) {
         case LinkDir::AtoB:

@@ -97,6 +97,9 @@ public:
     uint64_t index() const { return index_; }  // frames drawn so far
     bool in_bad_state() const { return bad_; }  // Gilbert-Elliott state after the last draw
     const FaultKnobs& knobs() const { return k_; }
+    // The generator itself, for draws that follow the fates (the harness draws link outages after
+    // the whole fates list from the same sequence).
+    Prng& prng() { return g_; }
 
 private:
     FaultKnobs k_;

@@ -19,45 +19,17 @@
 
 #include "io/capture_io.hpp"
 #include "codec/fast_codec.hpp"
+#include "lockstep/engine_endpoint.hpp"
 #include "model/endpoint.hpp"
 #include "mroce/mroce.hpp"
 
 namespace mroce::testing {
 
-inline Address to_engine(const model::Address& a) {
-  Address r;
-  r.mac = a.mac;
-  r.ipv6 = a.ipv6;
-  r.ip = a.ip;
-  return r;
-}
+inline Address to_engine(const model::Address& a) { return lockstep::engine_address(a); }
 
+// The harness adapter's conversion, with test-sized pools.
 inline DeviceConfig to_engine(const model::Config& m) {
-  DeviceConfig d;
-  d.self = to_engine(m.self);
-  d.udp_port = m.udp_port;
-  d.dscp_data = m.dscp_data;
-  d.dscp_control = m.dscp_control;
-  d.capacity_mbps = m.capacity_mbps;
-  d.listening = m.listening;
-  d.first_conn_id = m.first_conn_id;
-  d.isn = m.isn;
-  d.offer = ConnParams{m.path_count, m.stream_count, m.max_payload, m.window_cap};
-  d.ack_every = m.ack_every;
-  d.ack_delay_us = m.ack_delay_us;
-  d.rto_init_us = m.rto_init_us;
-  d.rto_min_us = m.rto_min_us;
-  d.rto_max_us = m.rto_max_us;
-  d.pto_min_us = m.pto_min_us;
-  d.fs_interval_us = m.fs_interval_us;
-  d.hint_ttl_us = m.hint_ttl_us;
-  d.peer_timeout_us = m.peer_timeout_us;
-  d.keepalive_us = m.keepalive_us;
-  d.connect_retry_us = m.connect_retry_us;
-  d.connect_tries = m.connect_tries;
-  d.rnr_default_us = m.rnr_default_us;
-  d.rnr_retry_max = m.rnr_retry_max;
-  d.rnr_detail = m.rnr_detail;
+  DeviceConfig d = lockstep::engine_config_from(m);
   d.max_connections = 64;
   d.max_work_requests = 4096;
   d.max_receives = 4096;

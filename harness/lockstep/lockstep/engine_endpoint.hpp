@@ -19,6 +19,8 @@
 namespace mroce::lockstep {
 
 DeviceConfig engine_config_from(const model::Config& m);
+// The model's address as the engine's.
+Address engine_address(const model::Address& a);
 
 // Planted bugs (the engine itself is not touched).
 enum class Canary : uint8_t {

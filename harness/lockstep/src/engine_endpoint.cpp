@@ -5,15 +5,15 @@
 
 namespace mroce::lockstep {
 
-namespace {
-
-Address to_engine(const model::Address& a) {
+Address engine_address(const model::Address& a) {
   Address r;
   r.mac = a.mac;
   r.ipv6 = a.ipv6;
   r.ip = a.ip;
   return r;
 }
+
+namespace {
 
 model::Address to_model(const Address& a) {
   model::Address r;
@@ -47,7 +47,7 @@ std::string reason_of(Result r, model::WorkOp op) {
 
 DeviceConfig engine_config_from(const model::Config& m) {
   DeviceConfig d;
-  d.self = to_engine(m.self);
+  d.self = engine_address(m.self);
   d.udp_port = m.udp_port;
   d.dscp_data = m.dscp_data;
   d.dscp_control = m.dscp_control;
@@ -111,7 +111,7 @@ std::vector<model::Action> EngineEndpoint::handle(model::Time now, const model::
           dev_->advance();
         } else if constexpr (std::is_same_v<T, model::Connect>) {
           uint32_t id = 0;
-          dev_->connect(to_engine(e.peer), &id);
+          dev_->connect(engine_address(e.peer), &id);
         } else if constexpr (std::is_same_v<T, model::PostSend>) {
           refused(dev_->post_send(e.conn, e.stream, e.wr_id, Sge{e.va, e.length, e.lkey}), e.wr_id, model::WorkOp::Send);
         } else if constexpr (std::is_same_v<T, model::PostWrite>) {
