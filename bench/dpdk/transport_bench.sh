@@ -4,17 +4,25 @@
 #   (a) net_memif between two processes (server CPU 0, client CPU 1), our impairment layer at
 #       0 / 1 / 10 % random loss on every port's rx, beside the raw frame rate of dpdk-testpmd
 #       txonly -> rxonly over the same memif with frames of the same size;
-#   (b) two namespaces joined by one veth plane, engines on af_packet, nftables random loss at
-#       0 / 1 / 10 % on both namespaces' egress, beside iperf3 TCP on the same veth at the same loss.
+#   (b) two namespaces joined by one veth plane, engines on af_packet (default; MTU 9000, 8 KiB
+#       payloads) or af_xdp (VETH_PORT=af_xdp: veth refuses native XDP above MTU ~3500, so MTU 1500
+#       and 1 KiB payloads), nftables random loss at 0 / 1 / 10 % on both namespaces' egress, beside
+#       iperf3 TCP on the same veth at the same loss.
 # Prints tables and the ratios. A benchmark, not a test.
 #   bench/dpdk/transport_bench.sh PATH/TO/mroce [SECONDS]      (root for part (b); skipped otherwise)
+# Environment: MEMIF_PAYLOAD (default 1024), VETH_PORT (af_packet | af_xdp), VETH_MTU, VETH_PAYLOAD,
+# PARTS ("a b" by default).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../../ci/netns/lib.sh"
 mroce=${1:?usage: transport_bench.sh PATH/TO/mroce [SECONDS]}
 secs=${2:-5}
-payload=1024         # engine max payload: frames fit one 2 KiB memif buffer and af_packet frames
-len=1138             # our data frame at that payload (Eth+IPv4+UDP+BTH+RETH+payload+ICRC), for testpmd
+payload=${MEMIF_PAYLOAD:-1024}   # engine max payload over memif (1024: a frame fits one 2 KiB buffer)
+len=$((payload + 114))           # our data frame at that payload (Eth+IPv4+UDP+BTH+RETH+payload+ICRC)
+veth_port=${VETH_PORT:-af_packet}
+if [ "$veth_port" = af_xdp ]; then veth_mtu=${VETH_MTU:-1500}; veth_payload=${VETH_PAYLOAD:-1024}
+else veth_mtu=${VETH_MTU:-9000}; veth_payload=${VETH_PAYLOAD:-8192}; fi
+parts=${PARTS:-a b}
 dir=$(mktemp -d)
 pids=()
 cleanup() {
@@ -69,6 +77,7 @@ testpmd_pps() {
     awk '{v[NR]=$1} END {if (NR == 0) print 0; else print v[int((NR + 1) / 2)]}'
 }
 
+if [[ " $parts " == *" a "* ]]; then
 echo "== (a) net_memif, two processes, $secs s per run, max payload $payload B, mixed Writes+Sends 64 KiB"
 if command -v dpdk-testpmd >/dev/null; then tp=$(testpmd_pps); else tp=0; echo "dpdk-testpmd not installed"; fi
 tp_gbps=$(python3 -c "print($tp * $payload * 8 / 1e9)")
@@ -89,36 +98,40 @@ print(f"{name:34s} {g:10.3f} {d.get('msgs_per_s', 0):10.0f} {d.get('retransmissi
 PY
 done
 
+fi
+
 # ---- (b) namespaces ----
+[[ " $parts " == *" b "* ]] || exit 0
 echo
-echo "== (b) two namespaces, one veth plane (MTU 9000), nftables loss on both egresses, $secs s per run"
+echo "== (b) two namespaces, one veth plane (MTU $veth_mtu, $veth_port, payload $veth_payload B), nftables loss on both egresses, $secs s per run"
 if [ "$(id -u)" != 0 ]; then echo "SKIP: needs root"; exit 0; fi
 MROCE_NETNS_PREFIX="mroce-tb$$"
 NS_A="${MROCE_NETNS_PREFIX}-a"
 NS_B="${MROCE_NETNS_PREFIX}-b"
-netns_up 1 9000
+netns_up 1 "$veth_mtu"
 sip=$(netns_ip4 b 0)
 ip netns exec "$NS_B" iperf3 -s -B "$sip" -D -I "$dir/iperf.pid" >/dev/null
 sleep 0.3
-printf '%-8s %12s %12s %8s %8s\n' "loss" "mroce Gb/s" "iperf3 Gb/s" "ratio" "retx"
+printf '%-8s %12s %12s %8s %8s %9s\n' "loss" "mroce Gb/s" "iperf3 Gb/s" "ratio" "retx" "retained"
+echo 0 >"$dir/g0"
 for n in 0 100 1000; do
   netns_loss a "$n"
   netns_loss b "$n"
   # The server must run inside B: wrap it.
   j=$(
-    ip netns exec "$NS_B" "$mroce" --json perf server --port af_packet:mrb0 --mac "$(netns_mac b 0)" \
-      --peer-mac "$(netns_mac a 0)" --ip "$sip" --peer-ip "$(netns_ip4 a 0)" -m $payload -q --op mixed --lcores 0@0 \
+    ip netns exec "$NS_B" "$mroce" --json perf server --port "$veth_port:$(netns_if b 0)" --mac "$(netns_mac b 0)" \
+      --peer-mac "$(netns_mac a 0)" --ip "$sip" --peer-ip "$(netns_ip4 a 0)" -m $veth_payload -q --op mixed --lcores 0@0 \
       --file-prefix "mroce-tbvs$$" --timeout $((secs + 30)) >"$dir/vs.out" 2>&1 &
     sp=$!
     sleep 0.5
-    ip netns exec "$NS_A" "$mroce" --json perf client --port af_packet:mra0 --mac "$(netns_mac a 0)" \
-      --peer-mac "$(netns_mac b 0)" --ip "$(netns_ip4 a 0)" --peer-ip "$sip" -m $payload -q --lcores 0@1 \
+    ip netns exec "$NS_A" "$mroce" --json perf client --port "$veth_port:$(netns_if a 0)" --mac "$(netns_mac a 0)" \
+      --peer-mac "$(netns_mac b 0)" --ip "$(netns_ip4 a 0)" --peer-ip "$sip" -m $veth_payload -q --lcores 0@1 \
       --file-prefix "mroce-tbvc$$" -D "$secs" --timeout $((secs + 25)) --op mixed >"$dir/vc.out" 2>&1
     wait "$sp" 2>/dev/null
     tail -n1 "$dir/vc.out"
   )
   ip netns exec "$NS_A" timeout $((secs + 20)) iperf3 -c "$sip" -t "$secs" -J >"$dir/i.json" 2>&1 || true
-  python3 - "$j" "$dir/i.json" "$n" <<'PY'
+  python3 - "$j" "$dir/i.json" "$n" "$dir/g0" <<'PY'
 import json, sys
 try:
     d = json.loads(sys.argv[1])
@@ -129,7 +142,12 @@ try:
 except Exception:
     i = 0.0
 g = d.get("goodput_gbps", 0)
+g0 = float(open(sys.argv[4]).read())
+if g0 == 0:
+    g0 = g
+    open(sys.argv[4], "w").write(str(g))
 v = "" if d.get("verified") else "  (NOT VERIFIED: " + str(d.get("error", "")) + ")"
-print(f"{int(sys.argv[3]) / 100:6.1f} % {g:12.3f} {i:12.3f} {(g / i if i else 0):8.2f} {d.get('retransmissions', 0):8d}{v}")
+print(f"{int(sys.argv[3]) / 100:6.1f} % {g:12.3f} {i:12.3f} {(g / i if i else 0):8.2f} {d.get('retransmissions', 0):8d}"
+      f" {(g / g0 if g0 else 0):9.2f}{v}")
 PY
 done

@@ -1,17 +1,23 @@
 # Shared functions for the two-namespace test network (sourced by netns.sh, smoke.sh and the
-# benchmark scripts). Two namespaces, A and B, joined by P veth pairs, one per plane:
+# benchmark scripts). Two host namespaces, A and B, and between them a switch namespace M with one
+# bridge per plane (the "switch" of that plane):
 #
-#   ns ${PREFIX}-a   mra<p>  <== veth ==>  mrb<p>   ns ${PREFIX}-b
-#   198.18.<p>.1/24                         198.18.<p>.2/24        (RFC 2544 benchmarking range)
-#   fd00:6d72:<p>::1/64                     fd00:6d72:<p>::2/64    (unique local)
-#   02:00:00:00:0a:<p>                      02:00:00:00:0b:<p>
+#   ns ${PREFIX}-a  mra<p> <=veth=> mxa<p> [bridge mbr<p>] mxb<p> <=veth=> mrb<p>  ns ${PREFIX}-b
+#   198.18.<p>.1/24                     ns ${PREFIX}-m                     198.18.<p>.2/24
+#   fd00:6d72:<p>::1/64                 (no addresses)                     fd00:6d72:<p>::2/64
+#   02:00:00:00:0a:<p>                                                     02:00:00:00:0b:<p>
 #
+# Random loss (netns_loss) is applied in M, on the bridges' forward path, like a lossy switch: the
+# senders' stacks never see the drop. (Dropping on a sender's own egress hook does not work for
+# AF_PACKET senders: the kernel stops walking the TX ring at a dropped frame, so the frames behind
+# it wait for the next send call and the "loss" turns into tens of milliseconds of delay.)
 # Addresses exist only inside the namespaces; nothing is configured in the root namespace, and no
-# traffic leaves the two namespaces. Needs root (ip netns, nft).
+# traffic leaves the three namespaces. Needs root (ip netns, nft).
 
 MROCE_NETNS_PREFIX=${MROCE_NETNS_PREFIX:-mroce}
 NS_A="${MROCE_NETNS_PREFIX}-a"
 NS_B="${MROCE_NETNS_PREFIX}-b"
+netns_switch() { echo "${MROCE_NETNS_PREFIX}-m"; }
 
 netns_need_root() {
   if [ "$(id -u)" != 0 ]; then
@@ -35,9 +41,12 @@ netns_up() {
   local planes=${1:-2} mtu=${2:-9000} p
   netns_need_root || return $?
   netns_down
+  local ns_m
+  ns_m=$(netns_switch)
   ip netns add "$NS_A"
   ip netns add "$NS_B"
-  for ns in "$NS_A" "$NS_B"; do
+  ip netns add "$ns_m"
+  for ns in "$NS_A" "$NS_B" "$ns_m"; do
     ip -n "$ns" link set lo up
     # No DAD: addresses usable at once; no router solicitations and such on the test links.
     ip netns exec "$ns" sysctl -qw net.ipv6.conf.all.accept_dad=0 net.ipv6.conf.default.accept_dad=0
@@ -46,7 +55,13 @@ netns_up() {
     local ia ib
     ia=$(netns_if a "$p")
     ib=$(netns_if b "$p")
-    ip link add "$ia" netns "$NS_A" type veth peer name "$ib" netns "$NS_B"
+    ip link add "$ia" netns "$NS_A" type veth peer name "mxa$p" netns "$ns_m"
+    ip link add "$ib" netns "$NS_B" type veth peer name "mxb$p" netns "$ns_m"
+    ip -n "$ns_m" link add "mbr$p" mtu "$mtu" type bridge stp_state 0 forward_delay 0 mcast_snooping 0
+    for x in "mxa$p" "mxb$p"; do
+      ip -n "$ns_m" link set "$x" mtu "$mtu" master "mbr$p" up
+    done
+    ip -n "$ns_m" link set "mbr$p" up
     for side in a b; do
       local ns ifc
       ns=$(netns_ns $side)
@@ -62,7 +77,7 @@ netns_up() {
 # netns_down: removes both namespaces (their veths go with them). Idempotent.
 netns_down() {
   local ns
-  for ns in "$NS_A" "$NS_B"; do
+  for ns in "$NS_A" "$NS_B" "$(netns_switch)"; do
     if netns_exists "$ns"; then
       ip netns pids "$ns" 2>/dev/null | xargs -r kill 2>/dev/null || true
       ip netns del "$ns" 2>/dev/null || true
@@ -74,27 +89,29 @@ netns_down() {
 netns_planes() { ip -n "$NS_A" -o link show 2>/dev/null | grep -c ' mra[0-9]*@' || true; }
 
 # netns_loss SIDE N|off: drops N/10000 of the frames leaving namespace SIDE (a|b) on every plane,
-# with nftables `numgen random mod 10000 < N drop` on each veth's netdev egress hook: it sees
-# kernel traffic (TCP, ping) and AF_PACKET sends (the af_packet port uses qdisc_bypass=0), not
-# AF_XDP (which bypasses the stack). GSO is capped to one segment so that one drop is one frame.
+# in the switch namespace: nftables `numgen random mod 10000 < N drop` on the bridges' forward hook
+# for frames that entered from SIDE's veths. Every kind of sender sees the same loss (kernel TCP,
+# af_packet, af_xdp). GSO is capped to one segment on SIDE so that one drop is one frame.
 netns_loss() {
-  local side=$1 n=$2 ns p ifc chains=""
+  local side=$1 n=$2 ns ns_m p
   ns=$(netns_ns "$side")
-  ip netns exec "$ns" nft delete table netdev mroce_loss 2>/dev/null || true
+  ns_m=$(netns_switch)
+  ip netns exec "$ns_m" nft delete table bridge "mroce_loss_$side" 2>/dev/null || true
   [ "$n" = off ] || [ "$n" = 0 ] && return 0
   if ! [[ "$n" =~ ^[0-9]+$ ]] || [ "$n" -gt 10000 ]; then
     echo "netns: loss must be 0..10000 (per 10000) or off, got '$n'" >&2
     return 2
   fi
   for ((p = 0; p < $(netns_planes); p++)); do
-    ifc=$(netns_if "$side" "$p")
-    ip -n "$ns" link set "$ifc" gso_max_segs 1 2>/dev/null || true
-    chains+="chain eg$p { type filter hook egress device \"$ifc\" priority 0; numgen random mod 10000 < $n counter drop; }
-"
+    ip -n "$ns" link set "$(netns_if "$side" "$p")" gso_max_segs 1 2>/dev/null || true
   done
-  ip netns exec "$ns" nft -f - <<NFT
-table netdev mroce_loss {
-$chains}
+  ip netns exec "$ns_m" nft -f - <<NFT
+table bridge mroce_loss_$side {
+  chain forward_loss {
+    type filter hook forward priority 0;
+    iifname "mx$side*" numgen random mod 10000 < $n counter drop
+  }
+}
 NFT
 }
 
@@ -108,7 +125,7 @@ netns_plane() {
 
 netns_status() {
   local ns
-  for ns in "$NS_A" "$NS_B"; do
+  for ns in "$NS_A" "$NS_B" "$(netns_switch)"; do
     if netns_exists "$ns"; then
       echo "== $ns"
       ip -n "$ns" -br addr show

@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # The two-namespace test network (see lib.sh for the layout).
 #   ci/netns/netns.sh up [PLANES] [MTU]    create (default 2 planes, MTU 9000); recreates if present
-#   ci/netns/netns.sh loss a|b N|off       nftables random loss of N/10000 leaving namespace a or b
+#   ci/netns/netns.sh loss a|b N|off       nftables random loss of N/10000 of frames from a or b (in the switch)
 #   ci/netns/netns.sh plane P down|up      take plane P down or up (both veth ends)
 #   ci/netns/netns.sh down                 remove everything (idempotent)
 #   ci/netns/netns.sh status
-# Environment: MROCE_NETNS_PREFIX (default mroce) names the namespaces <prefix>-a and <prefix>-b.
+# Environment: MROCE_NETNS_PREFIX (default mroce) names the namespaces <prefix>-a, <prefix>-b, <prefix>-m.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
