@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # TCP (iperf3) over one veth plane of the two-namespace network, at 0 %, 1 % and 10 % random loss
-# (nftables numgen on the sender namespace's egress: data frames are lost, ACKs are not). The
+# (nftables numgen in the switch namespace on frames from the sender's side: data frames are lost, ACKs are not). The
 # reference point for what the kernel's TCP gets from the same links the DPDK ports use.
 #   bench/dpdk/iperf_netns.sh [SECONDS] [MTU]        (root; exits 77 when not root)
 set -euo pipefail

@@ -6,8 +6,9 @@
 #       txonly -> rxonly over the same memif with frames of the same size;
 #   (b) two namespaces joined by one veth plane, engines on af_packet (default; MTU 9000, 8 KiB
 #       payloads) or af_xdp (VETH_PORT=af_xdp: veth refuses native XDP above MTU ~3500, so MTU 1500
-#       and 1 KiB payloads), nftables random loss at 0 / 1 / 10 % on both namespaces' egress, beside
-#       iperf3 TCP on the same veth at the same loss.
+#       and 1 KiB payloads), nftables random loss at 0 / 1 / 10 % of the frames leaving either namespace, beside
+#       iperf3 TCP on the same veth at the same loss. (The veth plane runs through a bridge in a switch
+#       namespace, where nftables drops: see ci/netns/lib.sh.)
 # Prints tables and the ratios. A benchmark, not a test.
 #   bench/dpdk/transport_bench.sh PATH/TO/mroce [SECONDS]      (root for part (b); skipped otherwise)
 # Environment: MEMIF_PAYLOAD (default 1024), VETH_PORT (af_packet | af_xdp), VETH_MTU, VETH_PAYLOAD,
@@ -106,7 +107,7 @@ fi
 # ---- (b) namespaces ----
 [[ " $parts " == *" b "* ]] || exit 0
 echo
-echo "== (b) two namespaces, one veth plane (MTU $veth_mtu, $veth_port, payload $veth_payload B), nftables loss on both egresses, $secs s per run"
+echo "== (b) two namespaces, one veth plane (MTU $veth_mtu, $veth_port, payload $veth_payload B), nftables loss in the switch namespace (both directions), $secs s per run"
 if [ "$(id -u)" != 0 ]; then echo "SKIP: needs root"; exit 0; fi
 MROCE_NETNS_PREFIX="mroce-tb$$"
 NS_A="${MROCE_NETNS_PREFIX}-a"
