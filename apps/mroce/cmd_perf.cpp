@@ -136,10 +136,11 @@ private:
     }
     void handle(const WorkCompletion& wc) {
         if (wc.status != Status::Success) {
+            // Any error, Flushed included, used up this stream's next receive (its message's turn):
+            // a later receive of the stream may still complete with Success [R-CMP-2].
+            ++next_k_[wc.stream];
             // A flushed receive at close is the normal end, not a data error.
             if (wc.status == Status::Flushed) return;
-            // Any other error still used up this stream's next receive (its message's turn).
-            ++next_k_[wc.stream];
             fail(std::string("server completion ") + status_name(wc.status));
             return;
         }
