@@ -3,6 +3,7 @@
 // identical after every event. Named by the requirement each scenario exercises.
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <set>
 
 #include "lockstep.hpp"
@@ -384,6 +385,87 @@ TEST(EngineLockstep, R_ACK_3_CoalescesUpToAckEvery) {
   net.run(10000, [&] { return !net.completions[0].empty(); });
   ASSERT_FALSE(net.diverged()) << net.divergence;
   EXPECT_EQ(net.dev(1).counters().acks_sent, 8u);
+  EXPECT_IN_STEP(net);
+}
+
+// [R-ACK-3]: whatever the coalescing choice, an ACK no later than 16 accepted packets of a path.
+TEST(EngineLockstep, R_ACK_3_AckNoLaterThanSixteenPackets) {
+  Config a = config_for(0), b = config_for(1);
+  a.path_count = b.path_count = 1;
+  b.ack_every = 64;      // a choice above the cap: the cap decides
+  b.ack_delay_us = 16;   // the latest the delay rule allows
+  Lockstep net(a, b);
+  net.setup();
+  // Without loss, each ACK's CPSN advance is the number of packets it acknowledges.
+  std::optional<uint32_t> last_cpsn;
+  uint32_t longest = 0;
+  net.filter = [&](int from, const ref::Packet& p, std::vector<uint8_t>&) {
+    if (from == 1 && p.opcode == ref::Opcode::Ack) {
+      if (last_cpsn) longest = std::max(longest, p.cpsn - *last_cpsn);
+      last_cpsn = p.cpsn;
+    }
+    return true;
+  };
+  post_write(net, 1, 64 * 4096);
+  net.run(net.now() + 20000, [&] { return !net.completions[0].empty(); });
+  ASSERT_FALSE(net.diverged()) << net.divergence;
+  ASSERT_EQ(net.completions[0].size(), 1u);
+  EXPECT_EQ(longest, 16u);  // never more than 16 packets per ACK, and 16 when the window allows
+  EXPECT_IN_STEP(net);
+}
+
+// [R-PSN-4]: with one PSN held lost while later ones are acknowledged, a path sends until
+// SNXT = SUNA + 256, and not one PSN further.
+TEST(EngineLockstep, R_PSN_4_SpanStopsAtSunaPlus256WhileAHoleIsHeld) {
+  Config a = config_for(0), b = config_for(1);
+  a.path_count = b.path_count = 1;
+  a.max_payload = b.max_payload = 1024;
+  Lockstep net(a, b);
+  net.setup();
+  std::optional<uint32_t> hole;
+  bool full = false;
+  uint32_t widest = 0;
+  net.filter = [&](int from, const ref::Packet& p, std::vector<uint8_t>&) {
+    if (from != 0 || !is_data(p)) return true;
+    if (!hole) hole = p.psn;
+    return full || p.psn != *hole;
+  };
+  post_write(net, 1, 400 * 1024);
+  net.run(net.now() + 200000, [&] {
+    const auto v = net.dev(0).path_info(net.conn[0], 0);
+    widest = std::max(widest, v->snxt - v->suna);
+    full = full || widest >= 256;
+    return !net.completions[0].empty();
+  });
+  ASSERT_FALSE(net.diverged()) << net.divergence;
+  EXPECT_EQ(widest, 256u);
+  ASSERT_EQ(net.completions[0].size(), 1u);
+  EXPECT_EQ(net.completions[0][0].status, model::Status::Success);
+  EXPECT_IN_STEP(net);
+}
+
+// [R-PLC-9], [R-HDR-24]: an RNR NAK's Detail (10 µs units) sets the sender's wait.
+TEST(EngineLockstep, R_PLC_9_RnrWaitFollowsTheNakDetail) {
+  Config a = config_for(0), b = config_for(1);
+  b.rnr_detail = 7;  // 70 µs
+  Lockstep net(a, b);
+  net.setup();
+  std::vector<model::Time> sent;
+  net.filter = [&](int from, const ref::Packet& p, std::vector<uint8_t>&) {
+    if (from == 0 && is_data(p)) sent.push_back(net.now());
+    return true;
+  };
+  net.handle(0, PostSend{net.conn[0], 0, 1, kBase, 64, net.keys[0][0].lkey});
+  net.run(net.now() + 150, [&] { return sent.size() >= 2; });
+  ASSERT_FALSE(net.diverged()) << net.divergence;
+  ASSERT_GE(sent.size(), 2u);
+  EXPECT_GE(sent[1] - sent[0], 70u);   // NAK after one RTT, then the 70 µs wait
+  EXPECT_LT(sent[1] - sent[0], 100u);  // not the default wait, not 700 µs
+  net.handle(1, PostRecv{net.conn[1], 0, 2, kDst, 64, net.keys[1][0].lkey});
+  net.run(net.now() + 20000, [&] { return !net.completions[0].empty(); });
+  ASSERT_FALSE(net.diverged()) << net.divergence;
+  ASSERT_EQ(net.completions[0].size(), 1u);
+  EXPECT_EQ(net.completions[0][0].status, model::Status::Success);
   EXPECT_IN_STEP(net);
 }
 
