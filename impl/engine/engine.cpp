@@ -423,6 +423,8 @@ void Engine::on_frame(const uint8_t* frame, uint32_t len) noexcept {
     ++counters_.bad_path;
     return;
   }
+  // [R-ACK-5]: every data or PROBE packet of the path sets its reply route, before it is processed.
+  if (op != fast::Opcode::Ack && op != fast::Opcode::Nak) c.rx[path].reply_route = v.udp_sport();
   switch (op) {
     case fast::Opcode::Ack:
       on_ack(c, path, v);
@@ -431,11 +433,9 @@ void Engine::on_frame(const uint8_t* frame, uint32_t len) noexcept {
       on_nak(c, path, v);
       return;
     case fast::Opcode::Probe:
-      c.rx[path].reply_route = v.udp_sport();  // [R-ACK-5]
       on_probe(c, path, v);
       return;
     default:
-      c.rx[path].reply_route = v.udp_sport();  // [R-ACK-5]
       on_data(c, path, v);
       return;
   }

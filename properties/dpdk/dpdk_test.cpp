@@ -438,10 +438,9 @@ TEST(DpdkPcap, TsharkReadsBothDirections) {
 namespace {
 
 // Runs the rest of the test inside a fresh network namespace holding one veth pair (so af_packet
-// and af_xdp have real kernel interfaces and nothing leaves the namespace). Returns "" or a reason
-// to skip.
+// and af_xdp have real kernel interfaces and nothing leaves the namespace). Needs root (the caller
+// skips otherwise). Returns "" or why the setup failed.
 std::string enter_veth_namespace(const std::string& ns, const std::string& ia, const std::string& ib, int mtu) {
-    if (geteuid() != 0) return "needs root to create a network namespace and a veth pair (ip netns/ip link)";
     const std::string cmd = "ip netns del " + ns + " 2>/dev/null; ip netns add " + ns + " && ip -n " + ns +
                             " link add " + ia + " type veth peer name " + ib + " && ip -n " + ns + " link set " + ia +
                             " mtu " + std::to_string(mtu) + " up && ip -n " + ns + " link set " + ib + " mtu " +
@@ -462,8 +461,10 @@ void veth_exchange(const std::string& kind, int mtu, size_t len, uint16_t data_r
     const std::string tag = std::to_string(getpid());
     const std::string ns = "mroce-t" + tag, ia = "mta" + tag, ib = "mtb" + tag;
     NsGuard guard{ns};
+    // Only a missing privilege skips; as root, a setup failure is a failure.
+    if (geteuid() != 0) GTEST_SKIP() << "needs root to create a network namespace and a veth pair (ip netns/ip link)";
     const std::string why = enter_veth_namespace(ns, ia, ib, mtu);
-    if (!why.empty()) GTEST_SKIP() << why;
+    ASSERT_EQ(why, "") << "veth namespace setup failed";
     init_eal();
     MbufPool pool("veth_pool", 8192, data_room);
     std::vector<Port> pa = Port::open(kind + ":" + ia, pool), pb = Port::open(kind + ":" + ib, pool);
