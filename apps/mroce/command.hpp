@@ -24,5 +24,7 @@ using Runner = std::function<int()>;
 Runner add_demo(CLI::App& app, const GlobalOptions& global);
 Runner add_sim(CLI::App& app, const GlobalOptions& global);
 Runner add_replay(CLI::App& app, const GlobalOptions& global);
+Runner add_conform(CLI::App& app, const GlobalOptions& global);
+Runner add_check(CLI::App& app, const GlobalOptions& global);
 
 }  // namespace mroce::cli

@@ -7,6 +7,9 @@
 #include "command.hpp"
 #include "cmd_perf.hpp"
 #include "cmd_diff.hpp"
+#ifdef MROCE_HAVE_AGENT
+#include "cmd_agent.hpp"
+#endif
 
 namespace {
 
@@ -39,6 +42,11 @@ int main(int argc, char** argv) {
     add(add_sim(app, global));
     add(add_replay(app, global));
     add(add_diff(app, global));
+    add(add_conform(app, global));
+    add(add_check(app, global));
+#ifdef MROCE_HAVE_AGENT
+    add(add_agent(app, global));
+#endif
 
     // Name an unknown subcommand outright instead of CLI11's generic complaint.
     for (int i = 1; i < argc; ++i) {

@@ -1,0 +1,26 @@
+// Our engine as the device under test, in this process, in virtual time: what CI runs the suite
+// against. Frames go straight into Device::input() and the frames the device hands to its PacketIo
+// come back stamped with the virtual clock, so "at once" is exact and runs are deterministic.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "conform/dut.hpp"
+
+namespace mroce::conform {
+
+struct InprocOptions {
+    uint32_t isn = 0xfffffff0;  // the DUT's ISN (near 2^32: PSNs wrap during tests, [R-CONN-2])
+    // A deliberately non-conformant DUT, kept as the suite's canary: "" (none), "ack-lies" (every
+    // ACK claims one PSN more than was received), "no-retx-flag" (retransmissions lose RETX),
+    // "ecn" (data sent Not-ECT).
+    std::string canary;
+};
+
+std::unique_ptr<Dut> make_inproc_dut(const InprocOptions& options = {});
+
+// The tester's own address when it faces an in-process DUT.
+model::Address inproc_tester_address();
+
+}  // namespace mroce::conform

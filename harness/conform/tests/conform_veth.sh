@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# conform.SuiteOverVeth: the whole conformance suite against our engine behind a real port, the
+# way a vendor runs it against a NIC. Two namespaces joined by one veth plane (ci/netns/lib.sh):
+# `mroce agent` on af_packet in namespace B serves the control protocol on a Unix socket (path
+# sockets cross namespaces); in namespace A `mroce conform --dut agent=...` plays the peer over
+# its own af_packet port on the other end of the veth. Every test must pass (or be unsupported:
+# those that need a virtual-time DUT).
+#   conform_veth.sh PATH/TO/mroce SCRIPTS_DIR [OUT_DIR]
+# Exits 0 pass, 1 fail, 77 skipped (not root only).
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+mroce=${1:?usage: conform_veth.sh PATH/TO/mroce SCRIPTS_DIR [OUT_DIR]}
+scripts=${2:?usage: conform_veth.sh PATH/TO/mroce SCRIPTS_DIR [OUT_DIR]}
+if [ "$(id -u)" != 0 ]; then
+  echo "SKIP: needs root to create network namespaces and veth pairs"
+  exit 77
+fi
+fail() { echo "FAIL: $*"; exit 1; }
+
+MROCE_NETNS_PREFIX="mroce-cf$$"
+. "$here/../../../ci/netns/lib.sh"
+work=$(mktemp -d)
+out=${3:-$work/out}
+sock="$work/agent.sock"
+agent_pid=
+cleanup() {
+  if [ -n "$agent_pid" ]; then kill "$agent_pid" 2>/dev/null || true; wait "$agent_pid" 2>/dev/null || true; fi
+  netns_down
+  rm -rf "$work"
+}
+trap cleanup EXIT INT TERM
+
+netns_up 1 9000 || fail "could not build the namespaces"
+# MACs of their own: the namespaces' IP stacks ignore the test's frames.
+agent_mac=02:00:00:00:0b:98
+tester_mac=02:00:00:00:0a:98
+ip netns exec "$NS_B" "$mroce" agent --port "af_packet:$(netns_if b 0)" --listen "unix:$sock" -q \
+  --mac "$agent_mac" --ip "$(netns_ip4 b 0)" --file-prefix "cf-b-$$" --lcores 0@1 \
+  >"$work/agent.out" 2>"$work/agent.err" &
+agent_pid=$!
+for _ in $(seq 1 100); do
+  grep -q '^agent ready on ' "$work/agent.out" 2>/dev/null && break
+  kill -0 "$agent_pid" 2>/dev/null || break
+  sleep 0.1
+done
+grep -q '^agent ready on ' "$work/agent.out" || { cat "$work/agent.out" "$work/agent.err"; fail "the agent did not come up"; }
+grep '^agent ready on ' "$work/agent.out"
+
+rc=0
+ip netns exec "$NS_A" "$mroce" conform --dut "agent=unix:$sock" --port "af_packet:$(netns_if a 0)" \
+  --tester-mac "$tester_mac" --tester-ip "$(netns_ip4 a 0)" --lcores 0@0 --file-prefix "cf-a-$$" \
+  --out "$out" --junit "$out/junit.xml" --no-progress "$scripts" || rc=$?
+[ "$rc" = 0 ] || { echo "agent stderr:"; sed 's/^/  /' "$work/agent.err" | tail -20; fail "mroce conform exit $rc"; }
+echo "PASS"

@@ -1,0 +1,145 @@
+// The conformance monitor on hand-built conversations: it accepts what the spec allows and names
+// the requirement of what it does not.
+#include <gtest/gtest.h>
+
+#include "codec/ref_codec.hpp"
+#include "monitor/monitor.hpp"
+
+namespace mroce::monitor {
+namespace {
+
+using ref::Opcode;
+
+struct Talk {
+    Monitor m;
+    uint64_t n = 0;
+    Nanos t = 0;
+    static constexpr uint32_t kIdA = 0x11, kIdB = 0x22, kIsnA = 0xfffffffe, kIsnB = 100;
+    explicit Talk(Config c = cfg()) : m(std::move(c)) {}
+    static Config cfg() {
+        Config c;
+        c.virtual_time = true;
+        return c;
+    }
+    ref::Packet base(bool from_a, Opcode op, uint16_t path = 0) {
+        ref::Packet p{};
+        p.eth_src = {2, 0, 0, 0, 0, uint8_t(from_a ? 1 : 2)};
+        p.eth_dst = {2, 0, 0, 0, 0, uint8_t(from_a ? 2 : 1)};
+        p.ip_src[0] = 10, p.ip_src[3] = from_a ? 1 : 2;
+        p.ip_dst[0] = 10, p.ip_dst[3] = from_a ? 2 : 1;
+        p.dscp = ref::is_data_opcode(op) ? 26 : 48;
+        p.ecn = ref::is_data_opcode(op) ? 2 : 0;
+        p.ipv4_df = true;
+        p.ttl = 64;
+        p.udp_sport = uint16_t(50000 + path);
+        p.udp_dport = 4793;
+        p.version = 1;
+        p.opcode = op;
+        p.dcid = from_a ? kIdB : kIdA;
+        p.path_id = path;
+        p.timestamp = uint32_t(t / 1000);
+        return p;
+    }
+    void send(const ref::Packet& p, uint32_t payload = 0) {
+        std::vector<uint8_t> pl(payload, 0x5a);
+        m.frame(++n, t, ref::encode(p, pl));
+    }
+    void setup(uint16_t paths = 1, uint16_t wcap = 256) {
+        auto c = base(true, Opcode::Connect);
+        c.dcid = 0;
+        c.scid = kIdA, c.isn = kIsnA, c.path_count = paths, c.stream_count = 1, c.max_payload = 1024, c.window_cap = wcap;
+        send(c);
+        auto a = base(false, Opcode::Accept);
+        a.dcid = kIdA;
+        a.scid = kIdB, a.isn = kIsnB, a.path_count = paths, a.stream_count = 1, a.max_payload = 1024, a.window_cap = wcap;
+        send(a);
+    }
+    // A 1024-byte WRITE segment k of a message of `segs` segments from A.
+    void write(uint32_t psn_rel, uint32_t k, uint32_t segs, uint16_t flags = 0, uint8_t ecn = 2) {
+        auto p = base(true, Opcode::Write);
+        p.psn = kIsnA + psn_rel;
+        p.flags = flags;
+        p.ecn = ecn;
+        p.msg_length = 1024 * segs;
+        p.msg_offset = 1024 * k;
+        p.rkey = 0x100;
+        send(p, 1024);
+    }
+    void ack_from_b(uint32_t cpsn_rel, std::initializer_list<uint32_t> sack = {}, uint32_t ce = 0) {
+        auto a = base(false, Opcode::Ack);
+        a.cpsn = kIsnA + cpsn_rel;
+        a.ce_count = ce;
+        a.ts_echo = uint32_t(t / 1000);
+        for (uint32_t i : sack) a.sack[i / 8] |= uint8_t(0x80u >> (i % 8));
+        send(a);
+    }
+    std::vector<std::string> rules() {
+        std::vector<std::string> r;
+        for (const auto& v : m.violations()) r.push_back(v.rule);
+        return r;
+    }
+};
+
+TEST(Monitor, AConformantExchangePasses) {
+    Talk k;
+    k.setup();
+    k.write(0, 0, 2);
+    k.write(1, 1, 2, ref::kFlagAr);
+    k.ack_from_b(1);
+    k.m.finish(k.t + 100000);
+    EXPECT_TRUE(k.m.violations().empty()) << k.m.violations()[0].rule << " " << k.m.violations()[0].what;
+    EXPECT_GT(k.m.tally().at("R-ACK-4").checked, 0u);
+}
+
+TEST(Monitor, AnAckThatClaimsTooMuchIsRAck4) {
+    Talk k;
+    k.setup();
+    k.write(0, 0, 1, ref::kFlagAr);
+    k.ack_from_b(1);  // claims PSN 1, never sent
+    EXPECT_EQ(k.rules(), std::vector<std::string>{"R-ACK-4"});
+    EXPECT_NE(k.m.violations()[0].line.find("AETH cpsn=0xffffffff"), std::string::npos) << k.m.violations()[0].line;
+}
+
+TEST(Monitor, AMissingAckAfterArIsRAck2) {
+    Talk k;
+    k.setup();
+    k.write(0, 0, 2, ref::kFlagAr);
+    k.write(1, 1, 2);  // the receiver had to ACK before this one
+    EXPECT_EQ(k.rules(), std::vector<std::string>{"R-ACK-2"});
+}
+
+TEST(Monitor, TheWindowHoldsTheSender) {
+    Talk k;
+    k.setup(1, 2);  // Window Cap 2: INIT_CWND 2
+    k.write(0, 0, 3);
+    k.write(1, 1, 3);
+    k.write(2, 2, 3);  // a third in flight with cwnd 2
+    auto r = k.rules();
+    EXPECT_NE(std::find(r.begin(), r.end(), "R-CC-3"), r.end());
+}
+
+TEST(Monitor, ARetransmissionNeedsRetx) {
+    Talk k;
+    k.setup();
+    k.write(0, 0, 2);
+    k.write(0, 0, 2);  // PSN 0 again, without RETX
+    auto r = k.rules();
+    EXPECT_NE(std::find(r.begin(), r.end(), "R-REL-5"), r.end());
+}
+
+TEST(Monitor, DataMustBeEct0) {
+    Talk k;
+    k.setup();
+    k.write(0, 0, 1, ref::kFlagAr, 0);
+    EXPECT_EQ(k.rules().at(0), "R-ENC-9");
+}
+
+TEST(Monitor, ParsesAddresses) {
+    EXPECT_EQ(parse_ip("10.0.0.1")->str(), "10.0.0.1");
+    EXPECT_EQ(parse_ip("fd00::1")->str(), "fd00:0:0:0:0:0:0:1");
+    EXPECT_FALSE(parse_ip("10.0.0.256"));
+    EXPECT_FALSE(parse_ip("fd00::1::2"));
+}
+
+}  // namespace
+}  // namespace mroce::monitor

@@ -1,0 +1,99 @@
+// The script parser: what it accepts, and the one-line error (file:line) for what it does not.
+#include <gtest/gtest.h>
+
+#include "conform/script.hpp"
+
+namespace mroce::conform {
+namespace {
+
+const char* kGood = R"(# id: T-1
+# title: a test
+# requires: R-ACK-2 R-ACK-4
+# dut: paths>=2 ops=write,read
+# tolerance: 20us 5%
+# timeout: 9000
+connect tester paths=2 maxpay=1024
+mr buf 65536 rw
+0 < WRITE path=1 psn=0 flags=AR len=1024 va=$buf.va+4096 rkey=$buf.rkey
++0..ACK_DELAY_MAX > ACK path=1 cpsn=0 sack=- ce=0 as a   # a comment
+* > data psn=0|1|2 moff=0..4096
++10..20 > none PROBE
++5 ! write stream=0 wr=7 mr=buf len=2*MAXPAY
+* ? wc wr=7 status=Success
+)";
+
+TEST(Script, ParsesEveryKindOfLine) {
+    const Script s = parse_script(kGood, "t.mcs");
+    EXPECT_EQ(s.id, "T-1");
+    EXPECT_EQ(s.requires_, (std::vector<std::string>{"R-ACK-2", "R-ACK-4"}));
+    ASSERT_EQ(s.dut.size(), 2u);
+    EXPECT_EQ(s.dut[0].name, "paths");
+    EXPECT_EQ(s.dut[0].op, ">=");
+    EXPECT_DOUBLE_EQ(s.tolerance_us, 20);
+    EXPECT_DOUBLE_EQ(s.tolerance_prop, 0.05);
+    EXPECT_EQ(s.timeout_us, 9000u);
+    ASSERT_EQ(s.lines.size(), 8u);
+    EXPECT_EQ(s.lines[0].kind, Line::Kind::Directive);
+    EXPECT_EQ(s.lines[2].kind, Line::Kind::Inject);
+    EXPECT_EQ(s.lines[2].time.base, TimeSpec::Base::Absolute);
+    const Field& va = s.lines[2].fields[4];
+    EXPECT_EQ(va.name, "va");
+    ASSERT_EQ(va.value.terms.size(), 2u);
+    EXPECT_EQ(va.value.terms[0].symbol, "$buf.va");
+    EXPECT_EQ(va.value.terms[1].coefficient, 4096);
+    EXPECT_EQ(s.lines[3].kind, Line::Kind::Expect);
+    EXPECT_EQ(s.lines[3].time.base, TimeSpec::Base::Relative);
+    ASSERT_TRUE(s.lines[3].time.hi);
+    EXPECT_EQ(s.lines[3].as, "a");
+    EXPECT_EQ(s.lines[4].time.base, TimeSpec::Base::Any);
+    EXPECT_EQ(s.lines[4].fields[0].kind, Field::Kind::OneOf);
+    EXPECT_EQ(s.lines[4].fields[1].kind, Field::Kind::Range);
+    EXPECT_EQ(s.lines[5].kind, Line::Kind::ExpectNone);
+    EXPECT_EQ(s.lines[5].verb, "PROBE");
+    EXPECT_EQ(s.lines[6].kind, Line::Kind::Action);
+    EXPECT_EQ(s.lines[6].fields[3].value.terms[0].coefficient, 2);
+    EXPECT_EQ(s.lines[6].fields[3].value.terms[0].symbol, "MAXPAY");
+    EXPECT_EQ(s.lines[7].kind, Line::Kind::Await);
+}
+
+void expect_error(const std::string& text, int line, const std::string& part) {
+    try {
+        parse_script(text, "bad.mcs");
+        ADD_FAILURE() << "accepted: " << text;
+    } catch (const ScriptError& e) {
+        EXPECT_EQ(e.line, line) << e.what();
+        EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << e.what();
+        EXPECT_EQ(std::string(e.what()).rfind("bad.mcs:" + std::to_string(line) + ": ", 0), 0u) << e.what();
+        EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos);
+    }
+}
+
+TEST(Script, ErrorsNameFileAndLine) {
+    const std::string h = "# id: X\n# requires: R-ACK-2\n";
+    expect_error("# requires: R-ACK-2\n0 < WRITE\n", 1, "missing '# id:'");
+    expect_error("# id: X\n0 < WRITE\n", 1, "missing '# requires:'");
+    expect_error("# id: X\n# requires: ACK\n", 2, "not a requirement ID");
+    expect_error(h + "0 = WRITE\n", 3, "expected <, >, ! or ?");
+    expect_error(h + "0 < WRITE psn\n", 3, "bare word");
+    expect_error(h + "0 < WRITE path=1 path=2\n", 3, "given twice");
+    expect_error(h + "x < WRITE\n", 3, "bad time");
+    expect_error(h + "* < WRITE\n", 3, "only for > and ?");
+    expect_error(h + "0 > none ACK\n", 3, "needs a time range");
+    expect_error(h + "0 < WRITE psn=1+\n", 3, "missing term");
+    expect_error(h + "0 < WRITE psn=0xZZ\n", 3, "bad value");
+    expect_error("# id: X\n# requires: R-A-1\n# dut: paths~4\n", 3, "bad DUT qualifier");
+    expect_error("# id: X\n# requires: R-A-1\n# tolerance: 5\n", 3, "needs a unit");
+    expect_error(h + "0 < WRITE\x01\n", 3, "control character");
+}
+
+TEST(Script, LoadNamesAMissingFile) {
+    try {
+        load_script("/nonexistent/x.mcs");
+        FAIL();
+    } catch (const ScriptError& e) {
+        EXPECT_EQ(std::string(e.what()), "/nonexistent/x.mcs:0: cannot read");
+    }
+}
+
+}  // namespace
+}  // namespace mroce::conform
