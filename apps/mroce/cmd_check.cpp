@@ -22,7 +22,8 @@ struct CheckOptions {
     uint32_t rto_min_us = 100, rto_init_us = 1000, rto_max_us = 6250, rnr_default_us = 100;
 };
 
-monitor::Monitor judge(const conform::Capture& cap, const CheckOptions& o, const std::vector<monitor::Ip>& full, bool judge_only) {
+monitor::Monitor judge(const conform::Capture& cap, const CheckOptions& o, const std::vector<monitor::Ip>& full, bool judge_only,
+                       bool told) {
     monitor::Config c;
     c.udp_port = o.udp_port;
     c.fully_observed = full;
@@ -31,6 +32,7 @@ monitor::Monitor judge(const conform::Capture& cap, const CheckOptions& o, const
     c.tolerance_prop = o.tolerance_prop;
     c.strict = o.strict;
     c.exact_capture = false;
+    c.judge_ack_deadlines = told;
     c.rto_min_us = o.rto_min_us;
     c.rto_init_us = o.rto_init_us;
     c.rto_max_us = o.rto_max_us;
@@ -67,15 +69,15 @@ int run(const CheckOptions& o, const GlobalOptions& g) {
         // Which endpoint's port was the tap at? The one for which no frame is provably missing:
         // every frame it received and sent is in the capture.
         how = "inferred (no frame missing for it)";
-        const monitor::Monitor all = judge(cap, o, {}, false);
+        const monitor::Monitor all = judge(cap, o, {}, false, false);
         for (const auto& e : all.endpoints()) {
             auto ip = monitor::parse_ip(e);
             if (!ip) continue;
-            const monitor::Monitor one = judge(cap, o, {*ip}, true);
+            const monitor::Monitor one = judge(cap, o, {*ip}, true, false);
             if (one.quality().tap_loss == 0) full.push_back(*ip);
         }
     }
-    const monitor::Monitor m = judge(cap, o, full, false);
+    const monitor::Monitor m = judge(cap, o, full, false, !o.at.empty());
     if (m.quality().frames == 0) {
         std::cerr << "mroce check: " << o.capture << ": no MRoCE frames (UDP port " << o.udp_port << ")\n";
         return kExitMisuse;
@@ -86,6 +88,8 @@ int run(const CheckOptions& o, const GlobalOptions& g) {
     std::string judged;
     for (const auto& e : m.fully_judged()) judged += (judged.empty() ? "" : ", ") + e;
     std::printf("fully judged endpoints (%s): %s\n", how.c_str(), judged.empty() ? "none (stateless rules only)" : judged.c_str());
+    if (o.at.empty() && !judged.empty())
+        std::printf("ACK deadlines ([R-ACK-2], [R-ACK-3]) indeterminate: name the tap's endpoint with --at to judge them\n");
     std::printf("capture quality %.4f (frames of unknown connections %llu, provably missing %llu)\n", q.figure(),
                 (unsigned long long)q.unknown_connection, (unsigned long long)q.tap_loss);
     for (const auto& v : m.violations()) {

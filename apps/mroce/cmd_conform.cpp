@@ -230,8 +230,11 @@ int run(const ConformOptions& o, const GlobalOptions& g) {
             } else {
                 conform::InprocOptions io;
                 io.canary = o.canary;
+                for (const auto& q : s.dut) io.ipv6 = io.ipv6 || (q.name == "ip" && q.value == "6");
                 auto dut = conform::make_inproc_dut(io);
-                results.push_back(conform::run_script(s, *dut, ro));
+                conform::RunOptions rs = ro;
+                rs.tester = conform::inproc_tester_address(io.ipv6);
+                results.push_back(conform::run_script(s, *dut, rs));
             }
         } catch (const conform::DutError& e) {
             std::cerr << "mroce conform: DUT: " << e.what() << "\n";
@@ -269,7 +272,7 @@ Runner add_conform(CLI::App& app, const GlobalOptions& global) {
     sub->add_flag("--list", o->list, "List the tests and the requirements they check; run nothing");
     sub->add_option("--junit", o->junit, "Write a JUnit XML report (testcase = test ID)");
     sub->add_option("--out", o->out_dir, "Folder for each test's pcap and canonical trace ('' for none)")->capture_default_str();
-    sub->add_option("--tolerance-us", o->tolerance_us, "Slack of time bounds and allowed processing lag (default: 0 in virtual time, 500 us otherwise)");
+    sub->add_option("--tolerance-us", o->tolerance_us, "Slack of time bounds and allowed processing lag (default: 0 in virtual time, 5000 us otherwise)");
     sub->add_option("--tester-mac", o->tester_mac, "With an agent: the tester's MAC")->capture_default_str();
     sub->add_option("--tester-ip", o->tester_ip, "With an agent: the tester's IP")->capture_default_str();
     sub->add_option("--lcores", o->lcores, "With an agent: EAL --lcores of the runner's port")->capture_default_str();

@@ -113,7 +113,7 @@ struct TxPath {
     bool have_sample = false;
     uint16_t route = 0;
     bool have_route = false;
-    Nanos last_ack = -1, last_repath = -1, last_ack_input = -1;
+    Nanos last_ack = -1, last_repath = -1, last_ack_input = -1, suna_time = -1;
     uint64_t last_ack_frame = 0;
     bool probe_outstanding = false;
     uint32_t probe_ts = 0;
@@ -296,6 +296,7 @@ struct Monitor::State {
     std::set<Ip> seen, full_set;
     std::vector<std::unique_ptr<Conn>> conns;
     std::map<std::pair<Ip, uint32_t>, Conn*> by_local;  // (endpoint, its connection ID)
+    std::map<Ip, uint32_t> last_ts;  // the latest timestamp each endpoint sent [R-HDR-6]
 
     // The frame being judged.
     uint64_t number = 0;
@@ -367,16 +368,22 @@ struct Monitor::State {
             RxPath& rx = c.dir[1 - r].rx[p];
             for (auto it = rx.at_once.begin(); it != rx.at_once.end();) {
                 if (broken(*it, t) || before_next_packet) {
-                    violate(it->rule.c_str(), c.ip[r], it->what, {it->frame}, it->frame,
-                            "(no ACK of path " + std::to_string(p) + " followed)");
+                    if (cfg.judge_ack_deadlines)
+                        violate(it->rule.c_str(), c.ip[r], it->what, {it->frame}, it->frame,
+                                "(no ACK of path " + std::to_string(p) + " followed)");
+                    else
+                        indeterminate(it->rule.c_str());
                     it = rx.at_once.erase(it);
                 } else {
                     ++it;
                 }
             }
             if (rx.coalesce && broken(*rx.coalesce, t)) {
-                violate("R-ACK-3", c.ip[r], rx.coalesce->what, {rx.coalesce->frame}, rx.coalesce->frame,
-                        "(no ACK of path " + std::to_string(p) + " within ACK_DELAY_MAX)");
+                if (cfg.judge_ack_deadlines)
+                    violate("R-ACK-3", c.ip[r], rx.coalesce->what, {rx.coalesce->frame}, rx.coalesce->frame,
+                            "(no ACK of path " + std::to_string(p) + " within ACK_DELAY_MAX)");
+                else
+                    indeterminate("R-ACK-3");
                 rx.coalesce.reset();
             }
         }
@@ -508,6 +515,24 @@ struct Monitor::State {
         if (p.opcode != Opcode::Ack && p.opcode != Opcode::Nak)
             require(p.udp_sport >= 49152, "R-ENC-6", src, "UDP source port " + std::to_string(p.udp_sport) + " outside 49152..65535");
         require(p.udp_checksum == 0, "R-ENC-7", src, "UDP checksum sent non-zero");  // [R-ENC-7]
+        // [R-VAL-4]: a conforming sender's frame is exactly what the reference encoder makes of its
+        // fields (reserved bits zero, lengths and checksums right), up to the end of the IP packet.
+        if (p.udp_checksum == 0) {
+            std::vector<uint8_t> payload;
+            if (data) payload.assign(bytes.begin() + p.payload_offset, bytes.begin() + p.payload_offset + p.payload_len);
+            const std::vector<uint8_t> again = ref::encode(p, payload);
+            require(again.size() <= bytes.size() && std::equal(again.begin(), again.end(), bytes.begin()), "R-VAL-4", src,
+                    "the frame is not the canonical encoding of its own fields");
+        }
+        // [R-HDR-6]: the sender's clock, so its timestamps never go backwards. A repeated ACCEPT is
+        // the first one again, byte for byte ([R-CONN-4], A-28): exempt.
+        const bool repeated_accept = p.opcode == Opcode::Accept && by_local.count({src, p.scid});
+        if (repeated_accept) {
+        } else if (auto [it, fresh] = last_ts.try_emplace(src, p.timestamp); !fresh) {
+            require(!slt(p.timestamp, it->second), "R-HDR-6", src,
+                    "timestamp " + std::to_string(p.timestamp) + " earlier than the sender's previous " + std::to_string(it->second));
+            it->second = p.timestamp;
+        }
         if (cfg.strict) {
             if (!p.ipv6) require(p.ipv4_df, "R-ENC-3", src, "IPv4 DF not set (SHOULD)");
             else require(p.ipv6_flow_label == (p.udp_sport & 0xfffffu), "R-ENC-4", src, "IPv6 flow label is not the low 20 bits of the source port (SHOULD)");
@@ -843,19 +868,27 @@ struct Monitor::State {
         // [R-REL-7]: the RTO cannot expire before RTO (>= RTO_MIN, or RTO_INIT before a sample,
         // doubled per backoff) after the later of the last ACK and the earliest in-flight send.
         Nanos earliest = INT64_MAX;
+        uint32_t earliest_ts = 0;  // the sender's own clock of that transmission (BTH timestamp)
         for (const auto& o : t.out)
-            if (o.state == PsnState::InFlight) earliest = std::min(earliest, o.last_tx);
+            if (o.state == PsnState::InFlight && o.last_tx < earliest) earliest = o.last_tx, earliest_ts = o.last_tx_ts;
         uint64_t base_us = t.have_sample ? cfg.rto_min_us : cfg.rto_init_us;
         for (uint32_t i = 0; i < t.backoff && base_us < cfg.rto_max_us; ++i) base_us *= 2;
         base_us = std::min<uint64_t>(base_us, std::max(cfg.rto_max_us, t.have_sample ? cfg.rto_min_us : cfg.rto_init_us));
-        if (earliest != INT64_MAX) {
+        if (earliest != INT64_MAX && !cfg.virtual_time) {
+            // A tap stamps frames when it sees them, possibly in bulk and late; the sender's own
+            // timestamps say when it sent them. Only the in-flight send is known on that clock.
+            const uint32_t waited = p.timestamp - earliest_ts;
+            require(uint64_t(waited) + uint64_t(tol(Nanos(base_us) * 1000) / 1000) >= base_us, "R-REL-7", who,
+                    "retransmission before any loss evidence and before the RTO could expire (" + std::to_string(waited) +
+                        " us after the earliest in-flight send, by the sender's own timestamps; RTO >= " + std::to_string(base_us) + " us)", {why_frame});
+        } else if (earliest != INT64_MAX) {
             const Nanos from = std::max(earliest, t.last_ack);
             const Nanos due = from + Nanos(base_us) * 1000;
             require(now + tol(Nanos(base_us) * 1000) >= due, "R-REL-7", who,
                     "retransmission before any loss evidence and before the RTO could expire (" + std::to_string((now - from) / 1000) + " us after the last ACK or send, RTO >= " + std::to_string(base_us) + " us)", {why_frame});
         }
         for (auto& o : t.out)
-            if (o.state == PsnState::InFlight) o.state = PsnState::Lost;
+            if (o.state == PsnState::InFlight) o.state = PsnState::Lost, o.acked_at = now;
         ++t.backoff;
         t.probe_outstanding = false;
         // The re-path itself.
@@ -926,7 +959,22 @@ struct Monitor::State {
             new_segment(c, s, p, f, inflight);
         } else {
             TxPath::Out* o = t.find(psn);
-            if (j) require(o != nullptr, "R-REL-5", who, "retransmission of PSN " + hex32(psn) + ", which was never sent on path " + std::to_string(p.path_id));
+            if (!o && slt(psn, t.suna) && slt(t.suna - kSpan, psn)) {
+                // Below SUNA: acknowledged and forgotten. A violation once the sender surely knew.
+                if (j) {
+                    if (cfg.virtual_time || t.suna_time < now - tol())
+                        require(false, "R-REL-3", who, "PSN " + hex32(psn) + " was retransmitted after it was acknowledged", {t.last_ack_frame});
+                    else
+                        indeterminate("R-REL-3");
+                }
+                return;
+            }
+            if (!o && !cfg.exact_capture && slt(psn, t.snxt + kSpan)) {
+                ++q.tap_loss;  // the tap missed its first transmission
+                indeterminate("R-REL-5");
+            } else if (j) {
+                require(o != nullptr, "R-REL-5", who, "retransmission of PSN " + hex32(psn) + ", which was never sent on path " + std::to_string(p.path_id));
+            }
             if (!o) return;
             if (j) require(is_void ? f.same_except_payload(o->seg) && p.payload_length == 0 : f.same_except_payload(o->seg) && f.plen == o->seg.plen,
                            is_void ? "R-HDR-16" : "R-REL-5", who, std::string(is_void ? "the VOID of PSN " : "the retransmission of PSN ") + hex32(psn) + " does not repeat the segment first sent with it", {o->tx_frame});
@@ -946,7 +994,8 @@ struct Monitor::State {
                 if (j) {
                     bool lower_waiting = false;
                     for (uint32_t i = 0; i < t.out.size() && t.suna + i != psn; ++i)
-                        lower_waiting = lower_waiting || (t.out[i].state == PsnState::Lost && !(t.out[i].void_mode && !o->void_mode));
+                        lower_waiting = lower_waiting || (t.out[i].state == PsnState::Lost && !(t.out[i].void_mode && !o->void_mode) &&
+                                                          (cfg.virtual_time || t.out[i].acked_at < now - tol()));
                     require(!lower_waiting, "R-REL-5", who, "PSN " + hex32(psn) + " retransmitted while a lower lost PSN of the path waits");
                 }
             }
@@ -1185,6 +1234,7 @@ struct Monitor::State {
         while (!t.out.empty() && t.out.front().state == PsnState::Acked) {
             t.out.pop_front();
             ++t.suna;
+            t.suna_time = now;
         }
         if (slt(t.last_ce, a.ce_count)) {  // [R-CC-4]
             t.last_ce = a.ce_count;

@@ -16,11 +16,12 @@ struct InprocOptions {
     // ACK claims one PSN more than was received), "no-retx-flag" (retransmissions lose RETX),
     // "ecn" (data sent Not-ECT).
     std::string canary;
+    bool ipv6 = false;  // the DUT (and the tester facing it) on IPv6: fd00::2 (fd00::1)
 };
 
 std::unique_ptr<Dut> make_inproc_dut(const InprocOptions& options = {});
 
 // The tester's own address when it faces an in-process DUT.
-model::Address inproc_tester_address();
+model::Address inproc_tester_address(bool ipv6 = false);
 
 }  // namespace mroce::conform

@@ -14,7 +14,8 @@ namespace mroce::conform {
 
 struct RunOptions {
     // Slack of every time bound and the DUT's allowed processing lag: absolute (µs) plus a
-    // proportion of the bound. Negative: 0 for a virtual-time DUT, 500 µs otherwise.
+    // proportion of the bound. Negative: 0 for a virtual-time DUT, 5000 µs otherwise (software
+    // ports on a shared host stall for milliseconds).
     double tolerance_us = -1;
     double tolerance_prop = 0.1;
     uint64_t timeout_us = 50000;   // a test's default time limit (its `# timeout:` overrides)

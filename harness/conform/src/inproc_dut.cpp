@@ -32,10 +32,12 @@ model::WorkOp to_model(mroce::WcOpcode op) {
     return model::WorkOp::Send;
 }
 
-model::Address dut_address() {
+model::Address address(uint8_t host, bool ipv6) {
     model::Address a;
-    a.mac = {2, 0, 0, 0, 0, 2};
-    a.ip[0] = 10, a.ip[1] = 0, a.ip[2] = 0, a.ip[3] = 2;
+    a.mac = {2, 0, 0, 0, 0, host};
+    a.ipv6 = ipv6;
+    if (ipv6) a.ip[0] = 0xfd, a.ip[15] = host;  // fd00::host
+    else a.ip[0] = 10, a.ip[3] = host;          // 10.0.0.host
     return a;
 }
 
@@ -44,7 +46,7 @@ public:
     explicit InprocDut(const InprocOptions& o) : canary_(o.canary) {
         info_.name = "mroce engine (in-process, virtual time)";
         if (!canary_.empty()) info_.name += ", canary " + canary_;
-        info_.address = dut_address();
+        info_.address = address(2, o.ipv6);
         info_.virtual_time = true;
         mroce::DeviceConfig cfg;
         cfg.self = to_engine(info_.address);
@@ -242,11 +244,6 @@ private:
 
 std::unique_ptr<Dut> make_inproc_dut(const InprocOptions& options) { return std::make_unique<InprocDut>(options); }
 
-model::Address inproc_tester_address() {
-    model::Address a;
-    a.mac = {2, 0, 0, 0, 0, 1};
-    a.ip[0] = 10, a.ip[1] = 0, a.ip[2] = 0, a.ip[3] = 1;
-    return a;
-}
+model::Address inproc_tester_address(bool ipv6) { return address(1, ipv6); }
 
 }  // namespace mroce::conform

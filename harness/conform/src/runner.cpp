@@ -90,7 +90,7 @@ public:
         res_.path = sc.path;
         res_.requires_ = sc.requires_;
         const bool virt = dut.info().virtual_time;
-        tol_us_ = sc.tolerance_us >= 0 ? sc.tolerance_us : (opt_.tolerance_us >= 0 ? opt_.tolerance_us : (virt ? 0 : 500));
+        tol_us_ = sc.tolerance_us >= 0 ? sc.tolerance_us : (opt_.tolerance_us >= 0 ? opt_.tolerance_us : (virt ? 0 : 5000));
         tol_prop_ = sc.tolerance_prop >= 0 ? sc.tolerance_prop : (virt ? 0 : opt_.tolerance_prop);
         timeout_us_ = sc.timeout_us ? sc.timeout_us : opt_.timeout_us;
         tester_isn_ = opt_.tester_isn;
@@ -144,7 +144,7 @@ private:
         monitor::Ip ip{i.address.ipv6, i.address.ip};
         c.fully_observed = {ip};
         c.judge_only = true;
-        const double tol = opt_.tolerance_us >= 0 ? opt_.tolerance_us : (i.virtual_time ? 0 : 500);
+        const double tol = opt_.tolerance_us >= 0 ? opt_.tolerance_us : (i.virtual_time ? 0 : 5000);
         c.tolerance = monitor::Nanos(tol * 1000);
         c.tolerance_prop = i.virtual_time ? 0 : opt_.tolerance_prop;
         c.virtual_time = i.virtual_time;
@@ -171,6 +171,7 @@ private:
         if (s == "ACK_COALESCE_MAX") return 16;
         if (s == "ACK_DELAY") return 8;
         if (s == "RTO_INIT") return i.rto_init_us;
+        if (s == "PTO_INIT") return i.rto_init_us / 2;  // the tail probe before an RTT sample [R-REL-6]
         if (s == "RTO_MIN") return i.rto_min_us;
         if (s == "RTO_MAX") return i.rto_max_us;
         if (s == "PTO_MIN") return 20;
@@ -375,6 +376,7 @@ private:
         p.ipv4_df = true;
         p.ttl = 64;
         p.udp_sport = model::Choices::default_route(tester_id_, path, 0);
+        p.ipv6_flow_label = p.udp_sport & 0xfffffu;  // [R-ENC-4]
         p.udp_dport = i.udp_port;
         p.version = 1;
         p.opcode = op;
@@ -411,15 +413,17 @@ private:
         allow_fields(ln, {"path", "sport", "dport", "ecn", "dscp", "ts", "dcid", "version", "flags", "psn", "stream",
                           "msn", "moff", "len", "mlen", "rsn", "va", "rkey", "imm", "cpsn", "ce", "tse", "hint", "sack",
                           "code", "detail", "scid", "isn", "paths", "streams", "maxpay", "wcap", "reason", "corrupt",
-                          "truncate", "icrc", "frag", "fragoff", "udp_csum"});
+                          "truncate", "icrc", "frag", "fragoff", "udp_csum", "ttl", "flow", "recrc"});
         const uint16_t path = uint16_t(value_or(ln, "path", 0));
         ref::Packet p = base(*op, path);
         std::vector<uint8_t> payload;
-        if (auto v = value(ln, "sport")) p.udp_sport = uint16_t(*v);
+        if (auto v = value(ln, "sport")) p.udp_sport = uint16_t(*v), p.ipv6_flow_label = p.udp_sport & 0xfffffu;
         if (auto v = value(ln, "dport")) p.udp_dport = uint16_t(*v);
         if (auto v = value(ln, "ecn")) p.ecn = uint8_t(*v);
         if (auto v = value(ln, "dscp")) p.dscp = uint8_t(*v);
         if (auto v = value(ln, "ts")) p.timestamp = uint32_t(*v);
+        if (auto v = value(ln, "ttl")) p.ttl = uint8_t(*v);
+        if (auto v = value(ln, "flow")) p.ipv6_flow_label = uint32_t(*v) & 0xfffffu;
         if (auto v = value(ln, "dcid")) p.dcid = uint32_t(*v);
         if (auto v = value(ln, "version")) p.version = uint8_t(*v);
         if (const Field* f = field(ln, "flags"))
@@ -507,6 +511,12 @@ private:
             if (*v < 0 || size_t(*v) > f.size()) throw ScriptFault("truncate length outside the frame");
             f.resize(size_t(*v));
         }
+        if (value(ln, "recrc").value_or(0)) {  // after `corrupt=`: a valid ICRC again
+            const size_t udp = 14 + (p.ipv6 ? 40 : 20) + 8;
+            if (f.size() < udp + 4) throw ScriptFault("recrc on a frame without a transport header");
+            const uint32_t c = ref::crc32c(std::span<const uint8_t>(f.data() + udp, f.size() - 4 - udp));
+            for (int i = 0; i < 4; ++i) f[f.size() - 4 + size_t(i)] = uint8_t(c >> (24 - 8 * i));
+        }
         if (auto v = value(ln, "icrc")) {  // overwrite the ICRC (big-endian, last 4 bytes)
             for (int i = 0; i < 4; ++i) f[f.size() - 4 + size_t(i)] = uint8_t(uint32_t(*v) >> (24 - 8 * i));
         }
@@ -569,6 +579,10 @@ private:
             else if (n == "detail") ok = match_value(f, p.nak_detail);
             else if (n == "sport") ok = match_value(f, p.udp_sport);
             else if (n == "dport") ok = match_value(f, p.udp_dport);
+            else if (n == "ttl") ok = match_value(f, p.ttl);
+            else if (n == "ts") ok = match_value(f, p.timestamp);
+            else if (n == "flow") ok = match_value(f, p.ipv6_flow_label);
+            else if (n == "ipv6") ok = match_value(f, p.ipv6 ? 1 : 0);
             else if (n == "ecn") ok = match_value(f, p.ecn);
             else if (n == "dscp") ok = match_value(f, p.dscp);
             else if (n == "dcid") ok = match_value(f, p.dcid);
@@ -657,7 +671,12 @@ private:
             prev_ = hi;
             return;
         }
-        fail("expected '" + ln.text + "', not seen by +" + std::to_string(hi - prev_) + " us");
+        std::string seen;
+        for (size_t k = cursor_; k < seen_.size() && k < cursor_ + 6; ++k)
+            seen += " frame " + std::to_string(seen_[k].number) + " at +" + std::to_string(int64_t(seen_[k].at) - int64_t(prev_)) +
+                    (seen_[k].consumed ? " (matched before)" : "");
+        fail("expected '" + ln.text + "', not seen by +" + std::to_string(hi - prev_) + " us" +
+             (seen.empty() ? std::string(" (the DUT sent nothing since)") : "; the DUT sent:" + seen));
     }
 
     // ---- the control channel -------------------------------------------------------------------
@@ -850,7 +869,7 @@ private:
         const bool by_dut = !ln.args.empty() && ln.args[0] == "dut";
         vars_["tester.id"] = tester_id_;
         vars_["tester.isn"] = tester_isn_;
-        const Micros deadline = dut_.now() + 1000 + Micros(tol_us_);
+        const Micros deadline = dut_.now() + 8 * (1000 + Micros(tol_us_));
         if (!by_dut) {
             Line c;
             c.verb = "CONNECT";
@@ -860,9 +879,15 @@ private:
             p.scid = tester_id_;
             p.isn = tester_isn_;
             p.path_count = paths, p.stream_count = streams, p.max_payload = maxpay, p.window_cap = wcap;
-            inject(ref::encode(p, {}));
-            while (!up_ && dut_.now() < deadline) pump_until(std::min(deadline, dut_.now() + 10));
-            if (!up_) throw DutError("no ACCEPT to the tester's CONNECT within CONNECT_RETRY");
+            // As a legal initiator: CONNECT again every CONNECT_RETRY, CONNECT_TRIES times [R-CONN-4]
+            // (a DUT behind a real port may answer late, or the first CONNECT may be lost).
+            const auto connect_frame = ref::encode(p, {});
+            for (int tries = 0; tries < 8 && !up_; ++tries) {
+                inject(connect_frame);
+                const Micros until = dut_.now() + 1000 + Micros(tol_us_);
+                while (!up_ && dut_.now() < until) pump_step(until);
+            }
+            if (!up_) throw DutError("no ACCEPT to 8 CONNECTs of the tester, CONNECT_RETRY apart");
         } else if (const Field* ans = field(ln, "answer"); ans) {
             // The DUT initiates and the tester stays silent: the script judges its CONNECTs.
             if (ans->text != "none") throw ScriptFault("answer takes none");
@@ -888,7 +913,7 @@ private:
             up_ = true;
             inject(ref::encode(a, {}));
         }
-        const Micros up_deadline = dut_.now() + 1000;
+        const Micros up_deadline = dut_.now() + 1000 + 10 * Micros(tol_us_);
         while (!dut_conn_ && dut_.now() < up_deadline) pump_until(std::min(up_deadline, dut_.now() + 10));
         if (!dut_conn_) throw DutError("the DUT reported no connection Up event");
         for (auto& [e, used] : events_) used = true;
@@ -969,6 +994,10 @@ std::string unmet_qualifier(const Script& sc, const DutInfo& i) {
                 if (std::find(i.ops.begin(), i.ops.end(), op) == i.ops.end()) return "the DUT does not support " + op;
                 a = b + 1;
             }
+            continue;
+        }
+        if (q.name == "ip") {
+            if ((q.value == "6") != i.address.ipv6) return std::string("the test needs an IPv") + q.value + " DUT";
             continue;
         }
         if (q.name == "time") {

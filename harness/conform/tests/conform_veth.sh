@@ -34,7 +34,11 @@ netns_up 1 9000 || fail "could not build the namespaces"
 # MACs of their own: the namespaces' IP stacks ignore the test's frames.
 agent_mac=02:00:00:00:0b:98
 tester_mac=02:00:00:00:0a:98
+# The DUT's timers slowed down 20-fold (scripts use the constants it declares): on a shared 2-core
+# host the tester itself stalls for milliseconds, which must stay small against the DUT's timers.
 ip netns exec "$NS_B" "$mroce" agent --port "af_packet:$(netns_if b 0)" --listen "unix:$sock" -q \
+  --rto-init-us 20000 --rto-min-us 2000 --rto-max-us 50000 --pto-min-us 400 --peer-timeout-us 400000 \
+  --rnr-default-us 2000 \
   --mac "$agent_mac" --ip "$(netns_ip4 b 0)" --file-prefix "cf-b-$$" --lcores 0@1 \
   >"$work/agent.out" 2>"$work/agent.err" &
 agent_pid=$!

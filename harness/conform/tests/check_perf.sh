@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# conform.CheckPerfCapture.*: a capture of our engine under `mroce perf` (two processes over
+# memif, loss applied by the impairment layer on both receivers) must pass `mroce check`, with the
+# tap's endpoint inferred and judged fully.
+#   check_perf.sh PATH/TO/mroce LOSS_PERCENT
+set -euo pipefail
+mroce=$1 loss=$2
+work=$(mktemp -d)
+spid=
+cleanup() { [ -n "$spid" ] && kill "$spid" 2>/dev/null; rm -rf "$work"; }
+trap cleanup EXIT
+sock="$work/m.sock"
+common=(-s 16384 -q --timeout 60)
+[ "$loss" != 0 ] && common+=(--loss "$loss")
+"$mroce" perf server --port "memif:server:$sock" --ip 198.18.0.2 --peer-ip 198.18.0.1 --file-prefix "chk-s-$$" \
+  --lcores 0@1 --pcap "$work/server.pcap" "${common[@]}" >"$work/server.log" 2>&1 &
+spid=$!
+sleep 1
+"$mroce" perf client --port "memif:client:$sock" --ip 198.18.0.1 --peer-ip 198.18.0.2 --file-prefix "chk-c-$$" \
+  --lcores 0@0 -n 600 --pcap "$work/client.pcap" "${common[@]}" >"$work/client.log" 2>&1 || { cat "$work/client.log"; echo "FAIL: perf client"; exit 1; }
+wait "$spid" || { cat "$work/server.log"; echo "FAIL: perf server"; exit 1; }
+spid=
+rc=0
+# Each capture is taken at its own endpoint's port: judged twice, with the endpoint inferred and
+# with it named (--at: the ACK deadlines are judged too).
+for side in client server; do
+  ip=198.18.0.1; [ "$side" = server ] && ip=198.18.0.2
+  out=$("$mroce" --json check "$work/$side.pcap" --rto-min-us 2000 2>&1) || rc=1
+  echo "$out" | grep -v '^{'
+  out=$("$mroce" --json check "$work/$side.pcap" --rto-min-us 2000 --at "$ip" 2>&1) || rc=1
+  echo "$out" | grep -v '^{'
+  echo "$out" | tail -n 1 | python3 -c '
+import json, sys
+o = json.loads(sys.stdin.read())
+assert o["fully_judged"], "no endpoint judged fully"
+checked = sum(r["checked"] for r in o["rules"].values())
+assert checked > 1000, f"only {checked} checks"
+print("%s: conformant=%s quality=%.4f checks=%d judged=%s" % (sys.argv[1], o["conformant"], o["quality"], checked, o["fully_judged"]))
+' "$side" || rc=1
+done
+[ "$rc" = 0 ] && echo PASS || echo "FAIL: mroce check found violations"
+exit "$rc"
