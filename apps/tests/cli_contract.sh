@@ -44,6 +44,47 @@ last=$(printf '%s\n' "$out" | tail -n 1)
 echo "$last" | python3 -c 'import json,sys; o=json.loads(sys.stdin.read()); assert isinstance(o, dict)'
 expect "demo --json: last line is a JSON object" $?
 
+# Conformance commands: help, misuse and bad input get one line naming it and exit 2.
+tmp=$(mktemp -d)
+for sub in conform check agent; do
+    check "$sub-help" 0 "$bin" "$sub" --help
+    check "$sub-bad-flag" 2 "$bin" "$sub" --no-such-flag
+    [ "$(printf '%s\n' "$err" | wc -l)" = 1 ]; expect "$sub bad flag: one stderr line" $?
+done
+printf '# id: X\n# requires: R-ACK-2\n0 < WRITE psn=\n' > "$tmp/bad.mcs"
+check conform-bad-script 2 "$bin" conform "$tmp/bad.mcs"
+echo "$err" | grep -q "bad.mcs:3:"; expect "conform: a bad script names file and line" $?
+[ "$(printf '%s\n' "$err" | wc -l)" = 1 ]; expect "conform bad script: one stderr line" $?
+check conform-missing-script 2 "$bin" conform "$tmp/none.mcs"
+check conform-unreachable-agent 2 "$bin" conform --dut agent=unix:$tmp/no.sock --port af_packet:lo
+echo "$err" | grep -q "no.sock"; expect "conform: an unreachable agent is named" $?
+check conform-bad-canary 2 "$bin" conform --canary bogus
+check conform-list 0 "$bin" --json conform --list
+printf '%s\n' "$out" | tail -n 1 | python3 -c 'import json,sys; o=json.loads(sys.stdin.read()); assert len(o["tests"]) >= 80'
+expect "conform --list --json: the tests" $?
+echo "not a capture" > "$tmp/text.pcap"
+check check-garbage 2 "$bin" check "$tmp/text.pcap"
+echo "$err" | grep -q "text.pcap"; expect "check: a garbage capture is named" $?
+[ "$(printf '%s\n' "$err" | wc -l)" = 1 ]; expect "check garbage: one stderr line" $?
+check check-missing 2 "$bin" check "$tmp/none.pcap"
+head -c 30 "$(dirname "$0")/../../tools/wireshark/testdata/mroce_all_opcodes.pcap" > "$tmp/trunc.pcap"
+check check-truncated 2 "$bin" check "$tmp/trunc.pcap"
+# A capture of another protocol: one UDP frame to port 53.
+python3 - "$tmp/dns.pcap" <<'PY'
+import struct, sys
+frame = bytes(12) + b"\x08\x00" + bytes([0x45, 0, 0, 29, 0, 0, 0x40, 0, 64, 17, 0, 0, 10, 0, 0, 1, 10, 0, 0, 2]) \
+        + struct.pack(">HHHH", 5353, 53, 9, 0) + b"x"
+with open(sys.argv[1], "wb") as f:
+    f.write(struct.pack("<IHHiIII", 0xa1b2c3d4, 2, 4, 0, 0, 65535, 1))
+    f.write(struct.pack("<IIII", 1, 0, len(frame), len(frame)) + frame)
+PY
+check check-other-protocol 2 "$bin" check "$tmp/dns.pcap"
+echo "$err" | grep -q "no MRoCE frames"; expect "check: another protocol is named" $?
+check check-json 1 "$bin" --json check "$(dirname "$0")/../../tools/wireshark/testdata/mroce_all_opcodes.pcap"
+printf '%s\n' "$out" | tail -n 1 | python3 -c 'import json,sys; o=json.loads(sys.stdin.read()); assert "conformant" in o'
+expect "check --json: last line is a JSON object (a synthetic capture: violations, exit 1)" $?
+rm -rf "$tmp"
+
 rm -f /tmp/cli_err.$$
 echo "$pass passed, $fails failed"
 [ "$fails" = 0 ]

@@ -479,8 +479,13 @@ struct Monitor::State {
     void on_bad_frame() {
         using E = ref::ErrorKind;
         const E k = *decoded.error;
-        // Not MRoCE at all: other EtherTypes, other protocols, other UDP ports.
-        if (k == E::Truncated || k == E::EtherType || k == E::NotUdp || k == E::UdpPort) {
+        // Not MRoCE at all: other EtherTypes, other protocols, other UDP ports. A frame whose IP or
+        // UDP header is broken is MRoCE only if its UDP destination port says so.
+        const bool ip_level = k == E::IpVersion || k == E::Ipv4Options || k == E::IpLength || k == E::Ipv4Checksum ||
+                              k == E::Fragment || k == E::UdpLength;
+        const size_t udp_at = (bytes.size() >= 14 && bytes[12] == 0x86 && bytes[13] == 0xdd) ? 54 : 34;
+        const bool our_port = bytes.size() >= udp_at + 4 && (uint16_t(bytes[udp_at + 2] << 8 | bytes[udp_at + 3]) == cfg.udp_port);
+        if (k == E::Truncated || k == E::EtherType || k == E::NotUdp || k == E::UdpPort || (ip_level && !our_port)) {
             ++q.other_frames;
             return;
         }
