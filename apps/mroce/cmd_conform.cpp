@@ -130,6 +130,10 @@ bool parse_mac(const std::string& s, std::array<uint8_t, 6>& mac) {
 }
 
 int run(const ConformOptions& o, const GlobalOptions& g) {
+    if (!conform::known_canary(o.canary)) {
+        std::cerr << "mroce conform: --canary " << o.canary << ": unknown (ack-lies, no-retx-flag, ecn)\n";
+        return kExitMisuse;
+    }
     if (o.random > 0) return run_random(o, g);
     std::vector<conform::Script> scripts;
     try {
@@ -190,10 +194,6 @@ int run(const ConformOptions& o, const GlobalOptions& g) {
     if (o.dut == "inproc") {
         conform::InprocOptions io;
         io.canary = o.canary;
-        if (!o.canary.empty() && o.canary != "ack-lies" && o.canary != "no-retx-flag" && o.canary != "ecn") {
-            std::cerr << "mroce conform: --canary " << o.canary << ": unknown (ack-lies, no-retx-flag, ecn)\n";
-            return kExitMisuse;
-        }
         ro.tester = conform::inproc_tester_address();
         dut_name = conform::make_inproc_dut(io)->info().name;
     } else if (o.dut.starts_with("agent=")) {

@@ -21,6 +21,11 @@ struct InprocOptions {
 
 std::unique_ptr<Dut> make_inproc_dut(const InprocOptions& options = {});
 
+// The canary's fault applied to one frame the engine sent (unchanged for "" or a frame it does
+// not touch); also used by the randomised mode. Whether `canary` names a known canary.
+std::vector<uint8_t> apply_canary(const std::string& canary, std::vector<uint8_t> frame);
+bool known_canary(const std::string& canary);
+
 // The tester's own address when it faces an in-process DUT.
 model::Address inproc_tester_address(bool ipv6 = false);
 

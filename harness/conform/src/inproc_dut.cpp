@@ -208,28 +208,7 @@ private:
     void collect() {
         for (auto& f : io_.take()) out_.push_back({clock_.now_us(), tamper(std::move(f))});
     }
-    // The canary's deliberate faults, applied to what the engine sends.
-    std::vector<uint8_t> tamper(std::vector<uint8_t> f) {
-        if (canary_.empty()) return f;
-        auto r = ref::decode(f);
-        if (!r.ok()) return f;
-        ref::Packet p = r.packet;
-        std::vector<uint8_t> payload;
-        if (ref::is_data_opcode(p.opcode))
-            payload.assign(f.begin() + p.payload_offset, f.begin() + p.payload_offset + p.payload_len);
-        if (canary_ == "ack-lies" && p.opcode == ref::Opcode::Ack) p.cpsn += 1;
-        else if (canary_ == "no-retx-flag" && ref::is_data_opcode(p.opcode)) p.flags &= uint16_t(~ref::kFlagRetx);
-        else if (canary_ == "ecn" && ref::is_data_opcode(p.opcode)) p.ecn = 0;
-        else return f;
-        if (p.opcode == ref::Opcode::Ack) {
-            // Keep the bitmap consistent with the moved CPSN (bit 0 must stay clear).
-            std::array<uint8_t, 32> s{};
-            for (uint32_t i = 1; i + 1 < 256; ++i)
-                if (p.sack[(i + 1) / 8] & (0x80u >> ((i + 1) % 8))) s[i / 8] |= uint8_t(0x80u >> (i % 8));
-            p.sack = s;
-        }
-        return ref::encode(p, payload);
-    }
+    std::vector<uint8_t> tamper(std::vector<uint8_t> f) const { return apply_canary(canary_, std::move(f)); }
 
     std::string canary_;
     DutInfo info_;
@@ -241,6 +220,32 @@ private:
 };
 
 }  // namespace
+
+bool known_canary(const std::string& c) { return c.empty() || c == "ack-lies" || c == "no-retx-flag" || c == "ecn"; }
+
+std::vector<uint8_t> apply_canary(const std::string& canary, std::vector<uint8_t> f) {
+    if (canary.empty()) return f;
+    auto r = ref::decode(f);
+    if (!r.ok()) return f;
+    ref::Packet p = r.packet;
+    std::vector<uint8_t> payload;
+    if (ref::is_data_opcode(p.opcode)) payload.assign(f.begin() + p.payload_offset, f.begin() + p.payload_offset + p.payload_len);
+    if (canary == "ack-lies" && p.opcode == ref::Opcode::Ack) {
+        // One PSN more than was received; the bitmap moved with it (bit 0 stays clear).
+        p.cpsn += 1;
+        std::array<uint8_t, 32> s{};
+        for (uint32_t i = 1; i + 1 < 256; ++i)
+            if (p.sack[(i + 1) / 8] & (0x80u >> ((i + 1) % 8))) s[i / 8] |= uint8_t(0x80u >> (i % 8));
+        p.sack = s;
+    } else if (canary == "no-retx-flag" && ref::is_data_opcode(p.opcode)) {
+        p.flags &= uint16_t(~ref::kFlagRetx);
+    } else if (canary == "ecn" && ref::is_data_opcode(p.opcode)) {
+        p.ecn = 0;
+    } else {
+        return f;
+    }
+    return ref::encode(p, payload);
+}
 
 std::unique_ptr<Dut> make_inproc_dut(const InprocOptions& options) { return std::make_unique<InprocDut>(options); }
 

@@ -5,7 +5,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "codec/ref_codec.hpp"
+#include "conform/inproc_dut.hpp"
 #include "lockstep/engine_endpoint.hpp"
 #include "netsim/checks.hpp"
 #include "netsim/run.hpp"
@@ -43,20 +43,7 @@ public:
     std::optional<model::Time> next_deadline() const override { return in_->next_deadline(); }
 
 private:
-    // The canary DUT's faults, as in the in-process DUT of the scripts.
-    void tamper(std::vector<uint8_t>& f) const {
-        if (canary_.empty()) return;
-        auto r = ref::decode(f);
-        if (!r.ok()) return;
-        ref::Packet p = r.packet;
-        std::vector<uint8_t> payload;
-        if (ref::is_data_opcode(p.opcode)) payload.assign(f.begin() + p.payload_offset, f.begin() + p.payload_offset + p.payload_len);
-        if (canary_ == "ack-lies" && p.opcode == ref::Opcode::Ack) p.cpsn += 1, p.sack = {};
-        else if (canary_ == "no-retx-flag" && ref::is_data_opcode(p.opcode)) p.flags &= uint16_t(~ref::kFlagRetx);
-        else if (canary_ == "ecn" && ref::is_data_opcode(p.opcode)) p.ecn = 0;
-        else return;
-        f = ref::encode(p, payload);
-    }
+    void tamper(std::vector<uint8_t>& f) const { f = apply_canary(canary_, std::move(f)); }
     std::unique_ptr<harness::SimEndpoint> in_;
     monitor::Monitor& m_;
     uint64_t& n_;

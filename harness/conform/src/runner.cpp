@@ -3,6 +3,7 @@
 #include "conform/runner.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <cstdio>
 #include <deque>
 #include <filesystem>
@@ -1010,7 +1011,9 @@ std::string unmet_qualifier(const Script& sc, const DutInfo& i) {
         else if (q.name == "maxpay") have = i.max_payload;
         else if (q.name == "wcap") have = i.window_cap;
         else return "unknown qualifier '" + q.name + "'";
-        const int64_t want = std::stoll(q.value);
+        int64_t want = 0;
+        const auto [end, ec] = std::from_chars(q.value.data(), q.value.data() + q.value.size(), want);
+        if (ec != std::errc() || end != q.value.data() + q.value.size()) return "bad qualifier value '" + q.value + "'";
         const bool ok = q.op == ">=" ? have >= want : q.op == "<=" ? have <= want : have == want;
         if (!ok) return "the DUT offers " + q.name + " " + std::to_string(have) + ", the test needs " + q.op + q.value;
     }
@@ -1018,7 +1021,9 @@ std::string unmet_qualifier(const Script& sc, const DutInfo& i) {
 }
 
 TestResult run_script(const Script& script, Dut& dut, const RunOptions& options) {
-    if (const std::string why = unmet_qualifier(script, dut.info()); !why.empty()) {
+    std::string why = unmet_qualifier(script, dut.info());
+    if (why.empty() && script.should && !options.strict) why = "a SHOULD-level test (run with --strict)";
+    if (!why.empty()) {
         TestResult r;
         r.id = script.id;
         r.title = script.title;
@@ -1026,16 +1031,6 @@ TestResult run_script(const Script& script, Dut& dut, const RunOptions& options)
         r.requires_ = script.requires_;
         r.outcome = Outcome::Unsupported;
         r.messages.push_back(why);
-        return r;
-    }
-    if (script.should && !options.strict) {
-        TestResult r;
-        r.id = script.id;
-        r.title = script.title;
-        r.path = script.path;
-        r.requires_ = script.requires_;
-        r.outcome = Outcome::Unsupported;
-        r.messages.push_back("a SHOULD-level test (run with --strict)");
         return r;
     }
     Exec e(script, dut, options);
