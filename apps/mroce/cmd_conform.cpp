@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <sstream>
 
 #include "command.hpp"
 #include "conform/agent_dut.hpp"
@@ -33,7 +34,36 @@ struct ConformOptions {
     uint64_t seed = 1;
     std::vector<std::string> knobs;
     bool no_shrink = false;
+    std::string replay;
 };
+
+// `--replay TRACE`: a scenario a failing randomised run wrote, through the monitor again.
+int run_replay(const ConformOptions& o, const GlobalOptions& g) {
+    std::ifstream in(o.replay);
+    if (!in) {
+        std::cerr << "mroce conform: " << o.replay << ": cannot read\n";
+        return kExitMisuse;
+    }
+    std::stringstream text;
+    text << in.rdbuf();
+    conform::RandomRun r;
+    try {
+        r = conform::replay_random(text.str(), o.canary);
+    } catch (const std::exception& e) {
+        std::cerr << "mroce conform: " << o.replay << ": " << e.what() << "\n";
+        return kExitMisuse;
+    }
+    for (const auto& v : r.violations) std::printf("[%s] frame %llu: %s\n  %s\n", v.rule.c_str(), (unsigned long long)v.frame, v.what.c_str(), v.line.c_str());
+    for (const auto& h : r.harness_failures) std::printf("harness %s\n", h.c_str());
+    std::printf("%s: %s (%zu ops, %zu faults, %llu DUT frames judged)\n", o.replay.c_str(), r.failed ? "FAILS" : "passes", r.ops, r.fates,
+                (unsigned long long)r.frames);
+    if (g.json) {
+        nlohmann::json vs = nlohmann::json::array();
+        for (const auto& v : r.violations) vs.push_back(conform::violation_json(v));
+        std::cout << nlohmann::json{{"trace", o.replay}, {"failed", r.failed}, {"violations", vs}, {"harness", r.harness_failures}}.dump() << "\n";
+    }
+    return r.failed ? kExitFailed : kExitOk;
+}
 
 // `--random N`: the model plays a legal peer with random workloads and faults; the monitor
 // judges the DUT (our engine in-process).
@@ -80,7 +110,7 @@ int run_random(const ConformOptions& o, const GlobalOptions& g) {
         for (const auto& v : r.violations) std::printf("  [%s] frame %llu: %s\n    %s\n", v.rule.c_str(), (unsigned long long)v.frame, v.what.c_str(), v.line.c_str());
         for (const auto& h : r.harness_failures) std::printf("  harness %s\n", h.c_str());
         std::printf("  replay: %s conform --random 1 --seed %llu%s%s\n", g.program.c_str(), (unsigned long long)r.seed, knob_args.c_str(), canary.c_str());
-        if (!r.trace.empty()) std::printf("  shrunk scenario: %s (%s replay --engine engine %s)\n", r.trace.c_str(), g.program.c_str(), r.trace.c_str());
+        if (!r.trace.empty()) std::printf("  shrunk scenario: %s (%s conform --replay %s%s)\n", r.trace.c_str(), g.program.c_str(), r.trace.c_str(), canary.c_str());
         nlohmann::json vs = nlohmann::json::array();
         for (const auto& v : r.violations) vs.push_back(conform::violation_json(v));
         runs.push_back({{"seed", r.seed}, {"violations", vs}, {"harness", r.harness_failures}, {"trace", r.trace}});
@@ -134,6 +164,7 @@ int run(const ConformOptions& o, const GlobalOptions& g) {
         std::cerr << "mroce conform: --canary " << o.canary << ": unknown (ack-lies, no-retx-flag, ecn)\n";
         return kExitMisuse;
     }
+    if (!o.replay.empty()) return run_replay(o, g);
     if (o.random > 0) return run_random(o, g);
     std::vector<conform::Script> scripts;
     try {
@@ -282,6 +313,7 @@ Runner add_conform(CLI::App& app, const GlobalOptions& global) {
     sub->add_option("--seed", o->seed, "Randomised mode: the first seed (run i uses seed + i)")->capture_default_str();
     sub->add_option("--knob", o->knobs, "Randomised mode: a fault/workload knob NAME=VALUE (as mroce sim)");
     sub->add_flag("--no-shrink", o->no_shrink, "Randomised mode: report a failure without shrinking it");
+    sub->add_option("--replay", o->replay, "Rerun a scenario a failing randomised run wrote (its .trace) through the monitor");
     return [o, &global] { return run(*o, global); };
 }
 

@@ -40,6 +40,10 @@ struct RandomRun {
     std::string trace;                           // the shrunk failing scenario, if written
 };
 
+// Reruns a scenario written by a failing run (harness trace text, its input part) through the
+// monitor: what `mroce conform --replay FILE` does. Throws harness::TraceError on a bad trace.
+RandomRun replay_random(const std::string& trace_text, const std::string& canary);
+
 // Runs one seed; `progress` is called after each run.
 RandomRun run_random_one(uint64_t seed, const RandomOptions& options);
 std::vector<RandomRun> run_random(const RandomOptions& options, const std::function<void(const RandomRun&)>& progress);

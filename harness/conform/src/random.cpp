@@ -165,6 +165,20 @@ RandomRun run_random_one(uint64_t seed, const RandomOptions& opt) {
     return r;
 }
 
+RandomRun replay_random(const std::string& text, const std::string& canary) {
+    const harness::ParsedTrace t = harness::parse_trace(text);
+    const Outcome o = judge(t.scenario, t.mode, canary);
+    RandomRun r;
+    r.failed = o.failed;
+    r.violations = o.violations;
+    r.harness_failures = o.harness_failures;
+    r.tally = o.tally;
+    r.frames = o.frames;
+    r.ops = t.scenario.workload.ops.size();
+    for (const auto& f : t.scenario.schedule.fates) r.fates += f.kind != harness::PacketFate::Deliver;
+    return r;
+}
+
 std::vector<RandomRun> run_random(const RandomOptions& opt, const std::function<void(const RandomRun&)>& progress) {
     std::vector<RandomRun> out;
     for (uint32_t i = 0; i < opt.runs; ++i) {
