@@ -456,6 +456,10 @@ struct Monitor::State {
             return;  // dropped by the receiver [R-SEC-3]
         }
         if (c.closing) return;
+        if (!cfg.paths.empty() && std::find(cfg.paths.begin(), cfg.paths.end(), p.path_id) == cfg.paths.end()) {
+            ++q.other_path_frames;  // a path the tap does not see whole
+            return;
+        }
         switch (p.opcode) {
             case Opcode::Ack:
                 if (full(c.ip[s]) && judged(c.ip[s])) ack_sent(c, s, p);
@@ -1088,7 +1092,9 @@ struct Monitor::State {
         (void)inflight;
         // [R-CC-7], [R-CC-8]: a new data packet only while the credit is not negative.
         refresh_credit(c, d);
-        if (rate_limited(d)) {
+        if (rate_limited(d) && !cfg.paths.empty()) {
+            indeterminate("R-CC-7");  // the credit is the connection's: other paths spend it too
+        } else if (rate_limited(d)) {
             // The sender's clock and lag: judged only while the hint is surely known to it and
             // surely not expired.
             const bool settled_hint = cfg.virtual_time || (d.hint_time <= now - tol() && now - d.hint_time <= Nanos(cfg.hint_ttl_us) * 1000 - tol());
@@ -1101,10 +1107,11 @@ struct Monitor::State {
             }
             d.credit -= int64_t(8) * p.payload_length;
         }
-        // Stream and message order [R-HDR-10], [R-HDR-17], [R-CC-9].
-        stream_order(c, s, p, f);
+        // Stream and message order [R-HDR-10], [R-HDR-17], [R-CC-9] (across paths: whole taps only).
+        const bool whole = cfg.paths.empty();
+        if (whole) stream_order(c, s, p, f);
         SegKey key{p.opcode == Opcode::ReadResp, p.stream_id, p.msn, p.msg_offset};
-        if (j) {
+        if (j && whole) {
             auto [pos, fresh] = d.seg_owner.try_emplace(key, p.path_id, psn);
             require(fresh, "R-REL-5", who, "segment (stream " + std::to_string(p.stream_id) + ", MSN " + std::to_string(p.msn) + ", offset " + std::to_string(p.msg_offset) + ") sent again under a new PSN (first: path " + std::to_string(pos->second.first) + " PSN " + hex32(pos->second.second) + ")");
         }

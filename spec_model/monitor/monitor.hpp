@@ -56,6 +56,10 @@ struct Config {
     // position is only inferred: an ACK lost between its sender and the tap looks like one never
     // sent, and nothing later proves otherwise. Missed deadlines are then indeterminate.
     bool judge_ack_deadlines = true;
+    // Multipath taps: the path IDs a tap saw (empty: all). Frames of other paths are skipped, and
+    // the rules that span paths (stream and message order, one PSN per segment, the connection's
+    // rate credit) are not judged: the tap does not see the whole connection.
+    std::vector<uint16_t> paths;
 };
 
 struct Violation {
@@ -94,7 +98,7 @@ public:
     // Capture quality: MRoCE frames seen, skipped non-MRoCE frames, frames of connections whose
     // setup the view lacks, and frames whose absence later frames prove (tap loss).
     struct Quality {
-        uint64_t frames = 0, other_frames = 0, unknown_connection = 0, tap_loss = 0;
+        uint64_t frames = 0, other_frames = 0, unknown_connection = 0, tap_loss = 0, other_path_frames = 0;
         uint64_t connections = 0;
         double figure() const;  // 1.0: nothing missing
     };

@@ -38,5 +38,16 @@ assert checked > 1000, f"only {checked} checks"
 print("%s: conformant=%s quality=%.4f checks=%d judged=%s" % (sys.argv[1], o["conformant"], o["quality"], checked, o["fully_judged"]))
 ' "$side" || rc=1
 done
+# Both taps in one pcapng, one interface each (mergecap -I none keeps them apart): two taps.
+mergecap -I none -F pcapng -w "$work/both.pcapng" "$work/client.pcap" "$work/server.pcap"
+out=$("$mroce" --json check "$work/both.pcapng" --rto-min-us 2000 2>&1) || rc=1
+echo "$out" | grep -v '^{'
+echo "$out" | tail -n 1 | python3 -c '
+import json, sys
+o = json.loads(sys.stdin.read())
+assert len(o["taps"]) == 2, "expected two taps (interfaces)"
+assert sorted(o["fully_judged"]) == ["198.18.0.1", "198.18.0.2"], o["fully_judged"]
+print("pcapng with two taps: conformant=%s" % o["conformant"])
+' || rc=1
 [ "$rc" = 0 ] && echo PASS || echo "FAIL: mroce check found violations"
 exit "$rc"
