@@ -145,6 +145,9 @@ struct RxPath {
         Opcode op;
     };
     std::deque<Accepted> recent;  // tentatively accepted, verdict (NAK) still possible
+    // Copies of tentatively accepted PSNs that came again before the verdict: if the first copy
+    // is refused, the receiver judges the next one afresh (a real-time receiver may NAK both).
+    std::deque<Accepted> again;
     struct Stamp {
         Nanos t;
         uint64_t frame;
@@ -621,6 +624,7 @@ struct Monitor::State {
         const Nanos horizon = now - tol() - 1;
         while (!rx.recent.empty() && rx.recent.front().frame <= rx.frontier && rx.recent.front().t < horizon)
             rx.recent.pop_front();
+        while (!rx.again.empty() && rx.again.front().frame <= rx.frontier && rx.again.front().t < horizon) rx.again.pop_front();
         auto shrink = [&](std::deque<RxPath::Stamp>& h) {
             while (h.size() > 1 && h[1].frame <= rx.frontier) h.pop_front();
         };
@@ -673,6 +677,8 @@ struct Monitor::State {
         const bool ar = p.flags & ref::kFlagAr;
         if (!in_window && !sle(psn, rx.cpsn)) return;  // out of window: no state changes
         if (!in_window || rx.above.count(psn)) {       // duplicate [R-REL-8]
+            if (in_window)
+                rx.again.push_back({now, number, psn, p.ecn == 3, bool(p.flags & ref::kFlagVoid), false, false, p.stream_id, p.msn, p.opcode});
             stamp(rx.ts_hist, rx.ts_any, p.timestamp);
             at_once(rx, "R-ACK-2", std::string("a duplicate data packet") + (ar ? " with AR" : "") + " must draw an ACK at once", std::nullopt);
             return;
@@ -861,6 +867,17 @@ struct Monitor::State {
                 }
         }
         rx.recent.erase(it);
+        // A later copy of the refused PSN, taken for a duplicate, is judged afresh: tentatively new.
+        for (auto a = rx.again.begin(); a != rx.again.end(); ++a) {
+            if (a->psn != x.psn || a->frame < x.frame) continue;
+            RxPath::Accepted y = *a;
+            rx.again.erase(a);
+            mark(rx, y.psn);
+            if (y.ce) ++rx.ce_count;
+            auto pos = std::find_if(rx.recent.begin(), rx.recent.end(), [&](const RxPath::Accepted& r) { return r.frame > y.frame; });
+            rx.recent.insert(pos, y);
+            break;
+        }
     }
 
     // ---- the sender's shadow ------------------------------------------------------------------------
