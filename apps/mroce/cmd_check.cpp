@@ -116,10 +116,22 @@ int run(const CheckOptions& o, const GlobalOptions& g) {
             // Which endpoint's port was the tap at? The one for which no frame is provably missing.
             how = "inferred (no frame missing for it)";
             const monitor::Monitor all = judge(tap, o, {}, false, false, paths);
+            std::vector<std::pair<double, monitor::Ip>> candidates;
             for (const auto& e : all.endpoints()) {
                 auto ip = monitor::parse_ip(e);
-                if (ip && judge(tap, o, {*ip}, true, false, paths).quality().tap_loss == 0) tap_full.push_back(*ip);
+                if (ip && judge(tap, o, {*ip}, true, false, paths).quality().tap_loss == 0)
+                    candidates.push_back({0.0, *ip});
             }
+            // A tap at one port sees one endpoint whole. When nothing is provably missing for
+            // several (no loss), the capture does not say which: judge none of them fully (the
+            // unspecified address stands for "nobody"), and say so.
+            if (candidates.size() > 1) {
+                how = "ambiguous: no frame is provably missing for " + std::to_string(candidates.size()) +
+                      " endpoints; name the tap's endpoint with --at";
+                candidates.clear();
+                tap_full.push_back(monitor::Ip{});
+            }
+            for (const auto& c : candidates) tap_full.push_back(c.second);
         }
         const monitor::Monitor m = judge(tap, o, tap_full, false, !o.at.empty(), paths);
         const auto q = m.quality();

@@ -304,6 +304,12 @@ struct Monitor::State {
     // The frame being judged.
     uint64_t number = 0;
     Nanos now = 0;
+    // When its sender built it: the capture time less the queueing delay its own timestamp shows
+    // (the capture time minus the timestamp, above the smallest such difference seen of that
+    // sender). A frame may wait in a transmit queue after its sender decided to send it; what the
+    // sender knew is what it had received by then. Equal to `now` in virtual time.
+    Nanos decided = 0;
+    std::map<Ip, uint32_t> ts_offset;  // per sender: min over its frames of (capture µs - TS) mod 2^32
     std::span<const uint8_t> bytes;
     ref::DecodeResult decoded;
     std::string judged_ip;
@@ -414,8 +420,16 @@ struct Monitor::State {
         Ip src{p.ipv6, p.ip_src}, dst{p.ipv6, p.ip_dst};
         seen.insert(src);
         seen.insert(dst);
+        decided = t;
+        if (!cfg.virtual_time) {
+            const uint32_t diff = uint32_t(uint64_t(t / 1000)) - p.timestamp;
+            auto [it, fresh] = ts_offset.try_emplace(src, diff);
+            if (!fresh && int32_t(diff - it->second) < 0) it->second = diff;
+            const int32_t delay = int32_t(diff - it->second);
+            if (delay > 0) decided = t - Nanos(delay) * 1000;
+        }
         if (judged(src)) stateless(src, p);
-        if (!cfg.virtual_time) running(src, t);
+        if (!cfg.virtual_time) running(src, decided);
         switch (p.opcode) {
             case Opcode::Connect: on_connect(src, p); return;
             case Opcode::Accept: on_accept(src, dst, p); return;
@@ -883,7 +897,7 @@ struct Monitor::State {
     // ---- the sender's shadow ------------------------------------------------------------------------
 
     bool settled(const TxPath& t, Nanos since) const {
-        return cfg.virtual_time || since < 0 || since <= now - tol() || t.last_ack_input < now - tol();
+        return cfg.virtual_time || since < 0 || since <= decided - tol() || t.last_ack_input < decided - tol();
     }
 
     // [R-PATH-4], [R-PATH-5]: an RTO expiry re-paths; a FAILED path adopts a working route.
@@ -964,7 +978,7 @@ struct Monitor::State {
         if (retx || is_void) {
             if (TxPath::Out* o = t.find(psn); o && o->state != PsnState::Acked) {
                 if (o->state == PsnState::RnrWait) {
-                    if (j) require(now + tol() >= o->rnr_until, "R-PLC-9", who, "PSN " + hex32(psn) + " retransmitted " + std::to_string((o->rnr_until - now) / 1000) + " us before its RNR wait ended", {o->nak_frame});
+                    if (j) require(decided + tol() >= o->rnr_until, "R-PLC-9", who, "PSN " + hex32(psn) + " retransmitted " + std::to_string((o->rnr_until - decided) / 1000) + " us before its RNR wait ended", {o->nak_frame});
                     o->state = PsnState::Lost;
                 } else if (o->state == PsnState::InFlight) {
                     if (j) infer_rto(c, s, p.path_id, p, o->tx_frame);
@@ -988,7 +1002,7 @@ struct Monitor::State {
             if (!o && slt(psn, t.suna) && slt(t.suna - kSpan, psn)) {
                 // Below SUNA: acknowledged and forgotten. A violation once the sender surely knew.
                 if (j) {
-                    if (cfg.virtual_time || t.suna_time < now - tol())
+                    if (cfg.virtual_time || t.suna_time < decided - tol())
                         require(false, "R-REL-3", who, "PSN " + hex32(psn) + " was retransmitted after it was acknowledged", {t.last_ack_frame});
                     else
                         indeterminate("R-REL-3");
@@ -1006,7 +1020,7 @@ struct Monitor::State {
                            is_void ? "R-HDR-16" : "R-REL-5", who, std::string(is_void ? "the VOID of PSN " : "the retransmission of PSN ") + hex32(psn) + " does not repeat the segment first sent with it", {o->tx_frame});
             if (o->state == PsnState::Acked) {
                 if (j) {
-                    if (cfg.virtual_time || o->acked_at < now - tol()) require(false, "R-REL-3", who, "PSN " + hex32(psn) + " was retransmitted after it was acknowledged", {o->ack_frame});
+                    if (cfg.virtual_time || o->acked_at < decided - tol()) require(false, "R-REL-3", who, "PSN " + hex32(psn) + " was retransmitted after it was acknowledged", {o->ack_frame});
                     else indeterminate("R-REL-3");
                 }
             } else {
@@ -1014,14 +1028,14 @@ struct Monitor::State {
                 if (is_void) {
                     if (j) require(o->void_mode, "R-REL-9", who, "VOID of PSN " + hex32(psn) + " whose work request did not fail", {o->tx_frame});
                 } else if (o->void_mode && j) {
-                    if (cfg.virtual_time || o->void_since < now - tol()) require(false, "R-REL-9", who, "PSN " + hex32(psn) + " of a failed work request retransmitted instead of voided", {o->nak_frame});
+                    if (cfg.virtual_time || o->void_since < decided - tol()) require(false, "R-REL-9", who, "PSN " + hex32(psn) + " of a failed work request retransmitted instead of voided", {o->nak_frame});
                 }
                 // [R-REL-5]: retransmissions of a path in PSN order.
                 if (j) {
                     bool lower_waiting = false;
                     for (uint32_t i = 0; i < t.out.size() && t.suna + i != psn; ++i)
                         lower_waiting = lower_waiting || (t.out[i].state == PsnState::Lost && !(t.out[i].void_mode && !o->void_mode) &&
-                                                          (cfg.virtual_time || t.out[i].acked_at < now - tol()));
+                                                          (cfg.virtual_time || t.out[i].acked_at < decided - tol()));
                     require(!lower_waiting, "R-REL-5", who, "PSN " + hex32(psn) + " retransmitted while a lower lost PSN of the path waits");
                 }
             }
@@ -1086,7 +1100,7 @@ struct Monitor::State {
             bool waiting = false;
             uint64_t lost_frame = 0;
             for (const auto& o : t.out)
-                if (o.state == PsnState::Lost && (cfg.virtual_time || o.acked_at < now - tol())) {
+                if (o.state == PsnState::Lost && (cfg.virtual_time || o.acked_at < decided - tol())) {
                     waiting = true;
                     lost_frame = o.tx_frame;
                 }
@@ -1114,7 +1128,7 @@ struct Monitor::State {
         } else if (rate_limited(d)) {
             // The sender's clock and lag: judged only while the hint is surely known to it and
             // surely not expired.
-            const bool settled_hint = cfg.virtual_time || (d.hint_time <= now - tol() && now - d.hint_time <= Nanos(cfg.hint_ttl_us) * 1000 - tol());
+            const bool settled_hint = cfg.virtual_time || (d.hint_time <= decided - tol() && decided - d.hint_time <= Nanos(cfg.hint_ttl_us) * 1000 - tol());
             if (j && !settled_hint) {
                 indeterminate("R-CC-7");
             } else if (j) {

@@ -105,6 +105,7 @@ public:
     Quality quality() const;
     // Endpoints seen (IP strings), and which of them were judged fully.
     std::vector<std::string> endpoints() const;
+
     std::vector<std::string> fully_judged() const;
 
 private:
