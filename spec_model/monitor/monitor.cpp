@@ -100,6 +100,7 @@ struct TxPath {
         SegKey key;
         PsnState state = PsnState::InFlight;
         uint32_t tx_count = 0, last_tx_ts = 0, rnr_count = 0;
+        uint16_t sport = 0;  // the route of its last transmission
         Nanos last_tx = 0, rnr_until = 0, acked_at = 0, void_since = 0;
         bool void_mode = false;
         uint64_t tx_frame = 0, ack_frame = 0, nak_frame = 0;
@@ -909,8 +910,10 @@ struct Monitor::State {
         // doubled per backoff) after the later of the last ACK and the earliest in-flight send.
         Nanos earliest = INT64_MAX;
         uint32_t earliest_ts = 0;  // the sender's own clock of that transmission (BTH timestamp)
+        uint16_t expired_route = t.route;  // the route the expired PSNs went out on
         for (const auto& o : t.out)
-            if (o.state == PsnState::InFlight && o.last_tx < earliest) earliest = o.last_tx, earliest_ts = o.last_tx_ts;
+            if (o.state == PsnState::InFlight && o.last_tx < earliest)
+                earliest = o.last_tx, earliest_ts = o.last_tx_ts, expired_route = o.sport;
         uint64_t base_us = t.have_sample ? cfg.rto_min_us : cfg.rto_init_us;
         for (uint32_t i = 0; i < t.backoff && base_us < cfg.rto_max_us; ++i) base_us *= 2;
         base_us = std::min<uint64_t>(base_us, std::max(cfg.rto_max_us, t.have_sample ? cfg.rto_min_us : cfg.rto_init_us));
@@ -951,8 +954,8 @@ struct Monitor::State {
                 }
             }
         }
-        require(!t.have_route || p.udp_sport != t.route, "R-PATH-4", who,
-                "RTO expiry of path " + std::to_string(path) + " without a re-path (the retransmission keeps UDP source port " + std::to_string(t.route) + ")", {why_frame});
+        require(!t.have_route || p.udp_sport != expired_route, "R-PATH-4", who,
+                "RTO expiry of path " + std::to_string(path) + " without a re-path (the retransmission keeps UDP source port " + std::to_string(expired_route) + ")", {why_frame});
         choice("R-PATH-5: fresh route on re-path");
     }
 
@@ -1046,6 +1049,7 @@ struct Monitor::State {
             o->last_tx = now;
             o->last_tx_ts = p.timestamp;
             o->tx_frame = number;
+            o->sport = p.udp_sport;
         }
         t.route = p.udp_sport;
         t.have_route = true;
@@ -1153,6 +1157,7 @@ struct Monitor::State {
         o.last_tx = now;
         o.last_tx_ts = p.timestamp;
         o.tx_frame = number;
+        o.sport = p.udp_sport;
         t.out.push_back(o);
         t.snxt = psn + 1;
         d.any_new = true;
