@@ -191,7 +191,7 @@ struct Opts {
     std::string name;
     uint16_t max_paths = 256, max_streams = 65535, max_payload = 8192, window_cap = 256;
     uint32_t rto_min_us = 100, rto_init_us = 1000, rto_max_us = 6250, pto_min_us = 20;
-    uint32_t peer_timeout_us = 50000, rnr_default_us = 100;
+    uint32_t peer_timeout_us = 50000, rnr_default_us = 100, keepalive_us = 100000, connect_retry_us = 1000;
     uint64_t max_mr_mb = 1024;
     bool quiet = false;
     dpdk::IoOptions io;
@@ -217,10 +217,15 @@ nlohmann::json run(const Opts& o, bool quiet) {
     cfg.pto_min_us = o.pto_min_us;
     cfg.peer_timeout_us = o.peer_timeout_us;
     cfg.rnr_default_us = o.rnr_default_us;
+    cfg.keepalive_us = o.keepalive_us;
+    cfg.connect_retry_us = o.connect_retry_us;
     conform::AgentServerOptions so;
     so.name = o.name.empty() ? std::string("mroce-engine ") + MROCE_VERSION + " (agent, " + io.ports[0] + ")" : o.name;
     so.agent = std::string("mroce agent ") + MROCE_VERSION;
     so.max_region_bytes = o.max_mr_mb << 20;
+    // DPDK's af_packet PMD joins a PACKET_FANOUT group with PACKET_FANOUT_FLAG_DEFRAG: the kernel
+    // reassembles IPv4 fragments before the port sees them (a lone one never comes) [R-ENC-3].
+    so.ipv4_fragments = !io.ports[0].starts_with("af_packet:");
     conform::AgentServer server(cfg, port, clock, so);
     ControlSocket control(o.listen);
 
@@ -281,6 +286,8 @@ Runner add_agent(CLI::App& app, const GlobalOptions& global) {
     sub->add_option("--pto-min-us", o->pto_min_us, "Tail-probe timeout minimum")->capture_default_str();
     sub->add_option("--peer-timeout-us", o->peer_timeout_us, "PEER_TIMEOUT")->capture_default_str();
     sub->add_option("--rnr-default-us", o->rnr_default_us, "RNR wait when a NAK carries no detail")->capture_default_str();
+    sub->add_option("--keepalive-us", o->keepalive_us, "KEEPALIVE: PROBE interval of an idle connection")->capture_default_str();
+    sub->add_option("--connect-retry-us", o->connect_retry_us, "CONNECT_RETRY: interval of CONNECT retries")->capture_default_str();
     sub->add_option("--max-mr-mb", o->max_mr_mb, "Largest region reg_mr allocates (MiB)")->capture_default_str();
     sub->add_flag("-q,--quiet", o->quiet, "No client connect/leave lines on stderr");
     dpdk::add_io_options(*sub, o->io);

@@ -27,6 +27,7 @@ struct CheckOptions {
     double tolerance_us = 500, tolerance_prop = 0.1;
     bool strict = false;
     uint32_t rto_min_us = 100, rto_init_us = 1000, rto_max_us = 6250, rnr_default_us = 100;
+    uint64_t max_frames = 0;  // 0: every frame
 };
 
 struct Tap {
@@ -95,6 +96,9 @@ int run(const CheckOptions& o, const GlobalOptions& g) {
     for (const auto& cap : caps) {
         std::map<uint32_t, Tap> by_if;
         for (const auto& f : cap.frames) {
+            // --max-frames: the capture's first N frames, as if the tap had stopped there (what
+            // was still open is indeterminate).
+            if (o.max_frames && f.number > o.max_frames) break;
             Tap& t = by_if[f.interface];
             if (t.label.empty()) t.label = cap.format == "pcapng" ? cap.path + " (interface " + std::to_string(f.interface) + ")" : cap.path;
             t.frames.push_back(&f);
@@ -210,6 +214,7 @@ Runner add_check(CLI::App& app, const GlobalOptions& global) {
     sub->add_option("--rto-max-us", o->rto_max_us, "The endpoints' configured RTO_MAX")->capture_default_str();
     sub->add_option("--rnr-default-us", o->rnr_default_us, "The endpoints' RNR_DEFAULT")->capture_default_str();
     sub->add_flag("--strict", o->strict, "Also check the SHOULDs");
+    sub->add_option("--max-frames", o->max_frames, "Judge only each capture's first N frames (a capture cut short there)");
     return [o, &global] { return run(*o, global); };
 }
 

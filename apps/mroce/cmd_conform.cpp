@@ -28,6 +28,7 @@ struct ConformOptions {
     bool strict = false, list = false, progress = true;
     std::string junit, out_dir = "mroce-conform";
     double tolerance_us = -1;
+    double late_us = -1, late_prop = -1;
     std::string tester_mac = "02:00:00:00:00:01", tester_ip = "10.0.0.1";
     std::string lcores = "0", file_prefix;
     uint32_t random = 0;
@@ -206,6 +207,8 @@ int run(const ConformOptions& o, const GlobalOptions& g) {
     conform::RunOptions ro;
     ro.strict = o.strict;
     ro.tolerance_us = o.tolerance_us;
+    ro.late_us = o.late_us;
+    ro.late_prop = o.late_prop;
     ro.out_dir = o.out_dir;
     if (!parse_mac(o.tester_mac, ro.tester.mac)) {
         std::cerr << "mroce conform: --tester-mac " << o.tester_mac << ": not a MAC address\n";
@@ -304,6 +307,10 @@ Runner add_conform(CLI::App& app, const GlobalOptions& global) {
     sub->add_option("--junit", o->junit, "Write a JUnit XML report (testcase = test ID)");
     sub->add_option("--out", o->out_dir, "Folder for each test's pcap and canonical trace ('' for none)")->capture_default_str();
     sub->add_option("--tolerance-us", o->tolerance_us, "Slack of time bounds and allowed processing lag (default: 0 in virtual time, 5000 us otherwise)");
+    sub->add_option("--late-us", o->late_us,
+                    "How late (us, on top of the tolerance) an expected frame may come over a real port: timers may fire late [R-CONF-2] (default: 0 in virtual time, 20000 otherwise)");
+    sub->add_option("--late-prop", o->late_prop,
+                    "The same as a proportion of the bound (default: 0 in virtual time, 0.5 otherwise)");
     sub->add_option("--tester-mac", o->tester_mac, "With an agent: the tester's MAC")->capture_default_str();
     sub->add_option("--tester-ip", o->tester_ip, "With an agent: the tester's IP")->capture_default_str();
     sub->add_option("--lcores", o->lcores, "With an agent: EAL --lcores of the runner's port")->capture_default_str();

@@ -11,6 +11,13 @@
 // receive on its stream, so the k-th receive completion of stream s is message s + k * streams.
 // Memory keys are deterministic (mroce.hpp, reg_mr) and regions are registered at fixed iovas, so
 // the client knows the server's rkeys and addresses without asking.
+//
+// Faults on purpose, so that a capture shows the rare paths of the protocol (`mroce check` judges
+// them; `ci/mutation/conform` needs them): `--bad-rkey-every N` makes every N-th Write carry a key
+// that names no region (NAK RemoteAccess, a VOID, the receive Canceled [R-REL-9]); `--recv-depth`
+// and `--recv-hold-us` starve the server's receives (NAK RNR, RNR waits, RnrRetryExceeded once a
+// PSN has drawn RNR_RETRY_MAX of them [R-PLC-9]); `--window-cap` negotiates a small Window Cap
+// [R-CC-1]. Each expected failure is checked to be exactly the one the fault implies, and counted.
 #include "cmd_perf.hpp"
 
 #include <sys/wait.h>
@@ -22,6 +29,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <deque>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -82,14 +90,26 @@ const char* op_name(PerfOp op) {
     return "?";
 }
 
+// A key that names no region: reg_mr's keys carry the registration index + 1 in bits 8..31.
+constexpr uint32_t kBadRkey = 0xfffff0a5u;
+
 struct Common {
     PerfOp op = PerfOp::Mixed;
     uint32_t msg = 65536;
     uint32_t depth = 64;
     uint16_t paths = 4, streams = 4, max_payload = 4096;
+    uint16_t window_cap = 256;
     uint32_t peer_timeout_us = 0;  // 0: the engine's default
     uint32_t rto_min_us = 0, pto_min_us = 0;  // 0: the engine's default
+    uint32_t bad_rkey_every = 0;  // 0: none; else message i with i % N == N - 1 (a Write) uses kBadRkey
+    uint32_t recv_depth = 0;      // server: receives posted ahead per stream (0: max(depth, 16))
+    uint32_t recv_hold_us = 0;    // server: a consumed receive is posted again only after this long
+    uint16_t rnr_detail = 0;      // server: Detail of its RNR NAKs (10 µs units; 0: the RNR default)
+    bool expect_rnr_failures = false;  // client: RnrRetryExceeded completions are expected, not errors
     uint32_t dst_slots() const { return uint32_t(kDstBytes / msg); }
+    bool bad_key(uint64_t i) const {
+        return bad_rkey_every && !is_send(op, i) && op != PerfOp::Read && i % bad_rkey_every == bad_rkey_every - 1;
+    }
 };
 
 // The receiving end (server): exposes the destination, the receives and the table.
@@ -98,7 +118,7 @@ public:
     ServerSide(Device& d, const Common& c, const uint8_t* table) : d_(d), c_(c), table_(table) {
         dst_ = std::make_unique<uint8_t[]>(kDstBytes);
         std::memset(dst_.get(), 0, kDstBytes);
-        rdepth_ = std::max<uint32_t>(c.depth, 16);
+        rdepth_ = c.recv_depth ? c.recv_depth : std::max<uint32_t>(c.depth, 16);
         recv_bytes_ = uint64_t(c.streams) * rdepth_ * c.msg;
         recv_ = std::make_unique<uint8_t[]>(recv_bytes_);
         std::memset(recv_.get(), 0, recv_bytes_);
@@ -116,15 +136,33 @@ public:
         for (uint16_t s = 0; s < c_.streams; ++s)
             for (uint32_t k = 0; k < rdepth_; ++k) repost(s, k);
     }
-    void poll() {
+    // `now_us`: for --recv-hold-us, receives are posted again once their hold has passed.
+    void poll(uint64_t now_us = 0) {
+        now_ = now_us;
         WorkCompletion wc[64];
         for (int n; (n = d_.poll_cq(wc, 64)) > 0;)
             for (int i = 0; i < n; ++i) handle(wc[i]);
+        // In consumption order, which is RSN order per stream: a receive is posted only behind its
+        // stream's earlier ones.
+        while (!held_.empty() && held_.front().due_us <= now_us) {
+            repost(held_.front().stream, held_.front().k);
+            held_.pop_front();
+        }
     }
     uint64_t verified_msgs = 0, verified_bytes = 0, bad = 0, errors = 0;
+    uint64_t canceled = 0;  // receives Canceled by the sender's VOID [R-REL-9], each one expected
     std::string first_error;
 
 private:
+    struct Held {
+        uint64_t due_us;
+        uint16_t stream;
+        uint32_t k;
+    };
+    void release(uint16_t s, uint32_t k) {
+        if (c_.recv_hold_us == 0) return repost(s, k);
+        held_.push_back({now_ + c_.recv_hold_us, s, k});
+    }
     void repost(uint16_t s, uint32_t k) {
         const uint64_t slot = uint64_t(s) * rdepth_ + k;
         const Sge sge{kRecvIova + slot * c_.msg, c_.msg, recv_mr_.lkey};
@@ -138,15 +176,25 @@ private:
         if (wc.status != Status::Success) {
             // Any error, Flushed included, used up this stream's next receive (its message's turn):
             // a later receive of the stream may still complete with Success [R-CMP-2].
-            ++next_k_[wc.stream];
+            const uint64_t i = wc.stream + next_k_[wc.stream]++ * c_.streams;
             // A flushed receive at close is the normal end, not a data error.
             if (wc.status == Status::Flushed) return;
-            fail(std::string("server completion ") + status_name(wc.status));
+            // The sender voided this message: a refused key, or RNR retries exhausted [R-REL-9].
+            if (wc.status == Status::Canceled && (c_.bad_key(i) || c_.recv_hold_us)) {
+                ++canceled;
+                release(wc.stream, uint32_t(wc.wr_id % rdepth_));
+                return;
+            }
+            fail(std::string("server completion ") + status_name(wc.status) + " for message " + std::to_string(i));
             return;
         }
         const uint16_t s = wc.stream;
         const uint64_t i = s + next_k_[s]++ * c_.streams;
         const uint64_t off = src_offset(i, c_.msg);
+        if (c_.bad_key(i)) {
+            ++bad;
+            fail("message " + std::to_string(i) + " carried a key naming no region, yet completed");
+        }
         const uint8_t* got;
         if (wc.has_imm) {  // a Write: check the destination slot it names
             if (wc.imm != uint32_t(i) || is_send(c_.op, i)) {
@@ -169,7 +217,7 @@ private:
             verified_bytes += c_.msg;
         }
         std::memset(const_cast<uint8_t*>(got), 0, c_.msg);  // a lost later message must not pass
-        repost(s, uint32_t(wc.wr_id % rdepth_));
+        release(s, uint32_t(wc.wr_id % rdepth_));
     }
     Device& d_;
     Common c_;
@@ -180,6 +228,8 @@ private:
     MemoryRegion recv_mr_;
     uint32_t conn_ = 0;
     std::vector<uint64_t> next_k_;
+    std::deque<Held> held_;
+    uint64_t now_ = 0;
 };
 
 // The sending end (client): posts messages, keeps `depth` outstanding, times each one.
@@ -214,7 +264,8 @@ public:
                 r = d_.post_send(conn, s, i, Sge{src_mr_.iova + off, c_.msg, src_mr_.lkey});
             } else {
                 r = d_.post_write_imm(conn, s, i, Sge{src_mr_.iova + off, c_.msg, src_mr_.lkey},
-                                      kDstIova + (i % c_.dst_slots()) * c_.msg, rkey_of(0), uint32_t(i));
+                                      kDstIova + (i % c_.dst_slots()) * c_.msg, c_.bad_key(i) ? kBadRkey : rkey_of(0),
+                                      uint32_t(i));
             }
             if (r == Result::NoResources) return;
             if (r != Result::Ok) {
@@ -232,6 +283,20 @@ public:
             for (int k = 0; k < n; ++k) {
                 const WorkCompletion& w = wc[k];
                 ++completed_;
+                if (c_.bad_key(w.wr_id) != (w.status == Status::RemoteAccess)) {
+                    ++bad;
+                    fail(std::string("message ") + std::to_string(w.wr_id) + (c_.bad_key(w.wr_id) ? " with a key naming no region" : "") +
+                         " completed " + status_name(w.status));
+                    continue;
+                }
+                if (w.status == Status::RemoteAccess) {
+                    ++remote_access;
+                    continue;
+                }
+                if (w.status == Status::RnrRetryExceeded && c_.expect_rnr_failures) {
+                    ++rnr_failed;
+                    continue;
+                }
                 if (w.status != Status::Success) {
                     fail(std::string("client completion ") + status_name(w.status));
                     continue;
@@ -262,6 +327,7 @@ public:
         return {{"p50", q(0.5)}, {"p99", q(0.99)}, {"p999", q(0.999)}, {"samples", lat_.size()}};
     }
     uint64_t errors = 0, bad = 0, read_verified = 0;
+    uint64_t remote_access = 0, rnr_failed = 0;  // expected failures (--bad-rkey-every, --expect-rnr-failures)
     std::string first_error;
 
 private:
@@ -319,6 +385,8 @@ DeviceConfig device_config(const dpdk::PlaneAddr& a, const Common& c, uint32_t f
     cfg.offer.paths = c.paths;
     cfg.offer.streams = c.streams;
     cfg.offer.max_payload = c.max_payload;
+    cfg.offer.window_cap = c.window_cap;
+    cfg.rnr_detail = c.rnr_detail;
     cfg.max_work_requests = 8192;
     cfg.max_receives = 8192;
     cfg.cq_size = 16384;
@@ -461,7 +529,7 @@ json run_loopback(const LoopbackParams& p) {
         client.post(conn, stop_posting);
         spin();
         client.poll();
-        server.poll();
+        server.poll(clock.now_us());
         const uint64_t now = clock.now_us();
         if (p.duration_s > 0 && stop_posting == UINT64_MAX && now - start >= uint64_t(p.duration_s * 1e6))
             stop_posting = client.posted();
@@ -470,7 +538,7 @@ json run_loopback(const LoopbackParams& p) {
             // out or about to be: a few more turns pick up those still in the CQ.
             for (uint64_t t = clock.now_us(); c.op != PerfOp::Read && server.verified_msgs < client.completed() && clock.now_us() - t < 1000000;) {
                 spin();
-                server.poll();
+                server.poll(clock.now_us());
             }
             break;
         }
@@ -513,6 +581,10 @@ struct NetParams {
     double duration_s = 0, timeout_s = 60;
     uint16_t paths = 4, streams = 4, max_payload = 1024;
     uint32_t peer_timeout_us = 0, rto_min_us = 0, pto_min_us = 0;
+    uint16_t window_cap = 256;
+    uint32_t bad_rkey_every = 0, recv_depth = 0, recv_hold_us = 0;
+    uint16_t rnr_detail = 0;
+    bool expect_rnr_failures = false;
 };
 
 json run_net(bool is_server, const NetParams& np, dpdk::IoOptions o, bool progress) {
@@ -526,6 +598,12 @@ json run_net(bool is_server, const NetParams& np, dpdk::IoOptions o, bool progre
     c.peer_timeout_us = np.peer_timeout_us;
     c.rto_min_us = np.rto_min_us;
     c.pto_min_us = np.pto_min_us;
+    c.window_cap = np.window_cap;
+    c.bad_rkey_every = np.bad_rkey_every;
+    c.recv_depth = np.recv_depth;
+    c.recv_hold_us = np.recv_hold_us;
+    c.rnr_detail = np.rnr_detail;
+    c.expect_rnr_failures = np.expect_rnr_failures;
     o.mbuf_priv = dpdk::kEnginePriv;
     if (o.eal.file_prefix.empty()) o.eal.file_prefix = "mroce-perf-" + std::to_string(getpid());
     dpdk::IoContext ctx(o);
@@ -553,7 +631,7 @@ json run_net(bool is_server, const NetParams& np, dpdk::IoOptions o, bool progre
         Progress prog(progress, "server");
         while (!down && clock.now_us() < deadline) {
             spin();
-            server.poll();
+            server.poll(clock.now_us());
             for (int n; (n = d->poll_events(&ev, 1)) > 0;) {
                 if (ev.kind == ConnEvent::Kind::Up && !up) {
                     up = true;
@@ -567,7 +645,7 @@ json run_net(bool is_server, const NetParams& np, dpdk::IoOptions o, bool progre
             }
             if (up) prog.tick(clock.now_us(), start, server.verified_bytes, 0, 0);
         }
-        server.poll();
+        server.poll(clock.now_us());
         const double secs = up ? double(clock.now_us() - start) / 1e6 : 0;
         json r{{"role", "server"},
                {"connected", up},
@@ -575,6 +653,7 @@ json run_net(bool is_server, const NetParams& np, dpdk::IoOptions o, bool progre
                {"close_status", status_name(down_status)},
                {"verified_messages", server.verified_msgs},
                {"verified_bytes", server.verified_bytes},
+               {"canceled", server.canceled},
                {"bad", server.bad},
                {"errors", server.errors},
                {"seconds", secs},
@@ -642,6 +721,7 @@ json run_net(bool is_server, const NetParams& np, dpdk::IoOptions o, bool progre
     }
     r["closed"] = down;
     r["errors"] = client.errors;
+    r["expected_failures"] = {{"remote_access", client.remote_access}, {"rnr_retry_exceeded", client.rnr_failed}};
     if (!client.first_error.empty()) failure = client.first_error;
     if (!failure.empty()) r["error"] = failure;
     r["verified"] = failure.empty() && client.errors == 0 && client.bad == 0 && client.bytes() > 0;
@@ -741,6 +821,9 @@ Runner add_perf(CLI::App& app, const GlobalOptions& global) {
         // stall for hundreds of µs at times; the spec's datacenter minima (RTO 100 µs, PTO 20 µs)
         // then fire spuriously (measured: 12% retransmissions at 0% loss over af_packet).
         uint32_t peer_timeout_us = 0, rto_min_us = 2000, pto_min_us = 500;
+        uint16_t window_cap = 256, rnr_detail = 0;
+        uint32_t bad_rkey_every = 0, recv_depth = 0, recv_hold_us = 0;
+        bool expect_rnr_failures = false;
         bool quiet = false;
         dpdk::IoOptions io;
     };
@@ -762,6 +845,20 @@ Runner add_perf(CLI::App& app, const GlobalOptions& global) {
     sub->add_option("--peer-timeout-us", o->peer_timeout_us, "Server/client: the engine's peer timeout (default: its own)");
     sub->add_option("--rto-min-us", o->rto_min_us, "Server/client: the engine's minimum RTO (0: the spec's 100 µs)")->capture_default_str();
     sub->add_option("--pto-min-us", o->pto_min_us, "Server/client: the engine's minimum tail-probe timeout (0: the spec's 20 µs)")->capture_default_str();
+    sub->add_option("--window-cap", o->window_cap, "Server/client: the Window Cap offered (1..256) [R-CC-1]")
+        ->check(CLI::Range(1, 256))
+        ->capture_default_str();
+    sub->add_option("--bad-rkey-every", o->bad_rkey_every,
+                    "Server/client (both): every N-th Write carries a key naming no region; the client expects "
+                    "RemoteAccess, the server Canceled [R-REL-9]")
+        ->check(CLI::Range(2u, 1u << 30));
+    sub->add_option("--recv-depth", o->recv_depth, "Server: receives posted ahead per stream (default max(tx-depth, 16))")
+        ->check(CLI::Range(1u, 8192u));
+    sub->add_option("--recv-hold-us", o->recv_hold_us,
+                    "Server: post a consumed receive again only after this long (draws RNR NAKs [R-PLC-7])");
+    sub->add_option("--rnr-detail", o->rnr_detail, "Server: Detail of its RNR NAKs, 10 µs units (0: the sender's RNR default)");
+    sub->add_flag("--expect-rnr-failures", o->expect_rnr_failures,
+                  "Client: RnrRetryExceeded completions are expected (a starved server), counted, not errors");
     sub->add_flag("-q,--quiet", o->quiet, "No progress line");
     dpdk::add_io_options(*sub, o->io);
     return [o, &global]() -> int {
@@ -773,6 +870,10 @@ Runner add_perf(CLI::App& app, const GlobalOptions& global) {
                 impair += (impair.empty() ? "" : " ") + std::string("loss_ppm=") + std::to_string(uint32_t(o->loss * 1e4));
             }
             if (o->role == "loopback") {
+                if (o->window_cap != 256 || o->bad_rkey_every || o->recv_depth || o->recv_hold_us || o->rnr_detail ||
+                    o->expect_rnr_failures)
+                    throw CLI::ValidationError("--window-cap/--bad-rkey-every/--recv-*/--rnr-detail/--expect-rnr-failures",
+                                               "apply to server and client runs, not loopback");
                 LoopbackParams p;
                 p.op = op;
                 p.msg_size = o->size;
@@ -803,6 +904,16 @@ Runner add_perf(CLI::App& app, const GlobalOptions& global) {
                 np.peer_timeout_us = o->peer_timeout_us;
                 np.rto_min_us = o->rto_min_us;
                 np.pto_min_us = o->pto_min_us;
+                np.window_cap = o->window_cap;
+                np.bad_rkey_every = o->bad_rkey_every;
+                np.recv_depth = o->recv_depth;
+                np.recv_hold_us = o->recv_hold_us;
+                np.rnr_detail = o->rnr_detail;
+                np.expect_rnr_failures = o->expect_rnr_failures;
+                if (np.bad_rkey_every && (op == PerfOp::Send || op == PerfOp::Read))
+                    throw CLI::ValidationError("--bad-rkey-every", "needs --op write or mixed (a key travels with Writes)");
+                if (np.recv_depth && np.streams * np.recv_depth > 8192)
+                    throw CLI::ValidationError("--recv-depth", "streams x depth must be at most 8192");
                 dpdk::IoOptions io = o->io;
                 io.impair_rx = impair;
                 r = run_net(o->role == "server", np, io, !o->quiet);

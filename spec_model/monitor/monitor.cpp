@@ -104,6 +104,12 @@ struct TxPath {
         Nanos last_tx = 0, rnr_until = 0, acked_at = 0, void_since = 0;
         bool void_mode = false;
         uint64_t tx_frame = 0, ack_frame = 0, nak_frame = 0;
+        // A NAK the sender may have processed after building a later copy (a real port hands the
+        // receiver a burst of frames at once, and the sender pumps between them): the state before
+        // it, for judging that copy, and the state it makes, still ahead of the sender after it.
+        Nanos nak_at = -1, pre_nak_rnr_until = 0, late_rnr_until = 0;
+        PsnState pre_nak_state = PsnState::InFlight, late_state = PsnState::InFlight;
+        bool late_nak = false;
     };
     uint32_t suna = 0, snxt = 0;
     std::deque<Out> out;
@@ -311,6 +317,11 @@ struct Monitor::State {
     // sender knew is what it had received by then. Equal to `now` in virtual time.
     Nanos decided = 0;
     std::map<Ip, uint32_t> ts_offset;  // per sender: min over its frames of (capture µs - TS) mod 2^32
+    // Per sender, the `decided` times of its latest two steps (frames decided at one time are one
+    // step: built together). The earlier one shows the sender running then, its timers due by it
+    // fired before the current step: `prev_step` for the frame being judged.
+    std::map<Ip, std::pair<Nanos, Nanos>> steps;  // (latest, the one before)
+    Nanos prev_step = -1;
     std::span<const uint8_t> bytes;
     ref::DecodeResult decoded;
     std::string judged_ip;
@@ -428,6 +439,11 @@ struct Monitor::State {
             if (!fresh && int32_t(diff - it->second) < 0) it->second = diff;
             const int32_t delay = int32_t(diff - it->second);
             if (delay > 0) decided = t - Nanos(delay) * 1000;
+        }
+        {
+            auto [it, fresh] = steps.try_emplace(src, decided, Nanos(-1));
+            if (!fresh && decided > it->second.first) it->second = {decided, it->second.first};
+            prev_step = it->second.second;
         }
         if (judged(src)) stateless(src, p);
         if (!cfg.virtual_time) running(src, decided);
@@ -692,7 +708,9 @@ struct Monitor::State {
         const bool ar = p.flags & ref::kFlagAr;
         if (!in_window && !sle(psn, rx.cpsn)) return;  // out of window: no state changes
         if (!in_window || rx.above.count(psn)) {       // duplicate [R-REL-8]
-            if (in_window)
+            // Kept in case the copy it duplicates is refused: in the window, or below CPSN only
+            // through a tentative acceptance (a copy the receiver may still NAK).
+            if (in_window || std::any_of(rx.recent.begin(), rx.recent.end(), [&](const RxPath::Accepted& x) { return x.psn == psn; }))
                 rx.again.push_back({now, number, psn, p.ecn == 3, bool(p.flags & ref::kFlagVoid), false, false, p.stream_id, p.msn, p.opcode});
             stamp(rx.ts_hist, rx.ts_any, p.timestamp);
             at_once(rx, "R-ACK-2", std::string("a duplicate data packet") + (ar ? " with AR" : "") + " must draw an ACK at once", std::nullopt);
@@ -978,8 +996,31 @@ struct Monitor::State {
         // A retransmission first tells what the sender's timers did: an RNR wait ended, or, when
         // the PSN was still in flight, an RTO expired [R-REL-7] (which declared the path's
         // in-flight PSNs lost).
+        PsnState after_nak = PsnState::InFlight;
+        Nanos after_nak_until = 0;
+        bool nak_unseen = false;  // this copy was built before its PSN's latest NAK may have reached the sender
         if (retx || is_void) {
             if (TxPath::Out* o = t.find(psn); o && o->state != PsnState::Acked) {
+                if (o->state == PsnState::InFlight && o->late_nak) {
+                    // The NAK the previous copy was built before: its loss evidence is still ahead.
+                    o->state = o->late_state;
+                    o->rnr_until = o->late_rnr_until;
+                    o->late_nak = false;
+                } else if (!cfg.virtual_time && o->nak_at >= decided - tol() && o->state != PsnState::InFlight) {
+                    // Its latest NAK reached the sender around when it built this copy. Built before
+                    // it (surely so, or because the copy does not fit the NAK's RNR wait): judged by
+                    // what the sender knew before that NAK, whose state is still ahead of it.
+                    const bool too_early = o->state == PsnState::RnrWait && decided + tol() < o->rnr_until;
+                    if (o->nak_at > decided || too_early) {
+                        nak_unseen = true;
+                        after_nak = o->state;
+                        after_nak_until = o->rnr_until;
+                    }
+                    if (too_early) {
+                        o->state = o->pre_nak_state;
+                        o->rnr_until = o->pre_nak_rnr_until;
+                    }
+                }
                 if (o->state == PsnState::RnrWait) {
                     if (j) require(decided + tol() >= o->rnr_until, "R-PLC-9", who, "PSN " + hex32(psn) + " retransmitted " + std::to_string((o->rnr_until - decided) / 1000) + " us before its RNR wait ended", {o->nak_frame});
                     o->state = PsnState::Lost;
@@ -1045,6 +1086,11 @@ struct Monitor::State {
             refresh_credit(c, d);  // [R-CC-10]: not held by the credit, but it consumes it
             if (rate_limited(d)) d.credit -= int64_t(8) * (is_void ? 0 : p.payload_length);
             if (o->state != PsnState::Acked) o->state = PsnState::InFlight;
+            if (nak_unseen && o->state == PsnState::InFlight) {
+                o->late_nak = true;
+                o->late_state = after_nak;
+                o->late_rnr_until = after_nak_until;
+            }
             ++o->tx_count;
             o->last_tx = now;
             o->last_tx_ts = p.timestamp;
@@ -1101,13 +1147,21 @@ struct Monitor::State {
             // [R-PSN-4] span, [R-PATH-3] ACTIVE only, [R-REL-5] no new data while a loss waits.
             require(slt(psn, t.suna + kSpan), "R-PSN-4", who, "PSN " + hex32(psn) + " beyond SUNA " + hex32(t.suna) + " + 256", {t.last_ack_frame});
             require(t.state == PathState::Active, "R-PATH-3", who, "new data on path " + std::to_string(p.path_id) + " while it is " + (t.state == PathState::Suspect ? "SUSPECT" : "FAILED") + " (after an RTO, before an ACK)");
-            bool waiting = false;
-            uint64_t lost_frame = 0;
-            for (const auto& o : t.out)
+            bool waiting = false, rnr_over = false;
+            uint64_t lost_frame = 0, rnr_frame = 0;
+            for (const auto& o : t.out) {
                 if (o.state == PsnState::Lost && (cfg.virtual_time || o.acked_at < decided - tol())) {
                     waiting = true;
                     lost_frame = o.tx_frame;
                 }
+                // [R-PLC-9] an RNR wait that ended while the sender was running (an earlier step of
+                // it came after the end): the PSN is lost then, and goes before new data.
+                if (o.state == PsnState::RnrWait && prev_step >= 0 && o.rnr_until + tol() <= prev_step) {
+                    rnr_over = true;
+                    rnr_frame = o.nak_frame;
+                }
+            }
+            require(!rnr_over, "R-PLC-9", who, "new data on path " + std::to_string(p.path_id) + " after an RNR wait ended without the PSN's retransmission", {rnr_frame});
             require(!waiting, "R-REL-5", who, "new data on path " + std::to_string(p.path_id) + " while a lost PSN of the path waits for retransmission", {lost_frame});
             // [R-PATH-8] record whether the default round robin would have picked this path.
             uint16_t rr = p.path_id;
@@ -1183,7 +1237,14 @@ struct Monitor::State {
         }
         StreamTx& st = d.streams[p.stream_id];
         const bool consumes = p.opcode == Opcode::Send || p.opcode == Opcode::WriteImm;
-        if (st.open && d.failed.count({p.stream_id, st.cur_msn})) st.open = false;  // abandoned [R-REL-9]
+        // [R-REL-9] a failed work request gets no new segments, once its sender can know it failed:
+        // a segment it built before the NAK reached it may still go out (the frame's `decided`).
+        const auto failure_known = [&](uint32_t msn) {
+            const auto it = d.failed.find({p.stream_id, msn});
+            return it != d.failed.end() && (cfg.virtual_time || it->second.first < decided - tol());
+        };
+        if (st.open && d.failed.count({p.stream_id, st.cur_msn}) && (failure_known(st.cur_msn) || p.msn != st.cur_msn))
+            st.open = false;  // abandoned
         if (st.open) {
             const bool ok = p.msn == st.cur_msn && p.msg_offset == st.cur_next_off && f.same_except_payload(SegFields{st.cur_first.op, st.cur_first.stream, 0, st.cur_first.msn, st.cur_first.mlen, p.msg_offset, st.cur_first.rsn, st.cur_first.rkey, st.cur_first.imm, st.cur_first.va});
             if (j) require(ok, "R-CC-9", who, "stream " + std::to_string(p.stream_id) + ": expected the segment at offset " + std::to_string(st.cur_next_off) + " of MSN " + std::to_string(st.cur_msn) + " (work requests are segmented in posting order, with the same headers)");
@@ -1197,7 +1258,7 @@ struct Monitor::State {
         // A new message: the stream's next MSN, from offset 0 [R-HDR-10]; the next RSN [R-HDR-17].
         if (j) require(p.msn == st.next_msn && p.msg_offset == 0, "R-HDR-10", who, "new message MSN " + std::to_string(p.msn) + " at offset " + std::to_string(p.msg_offset) + " on stream " + std::to_string(p.stream_id) + ", expected MSN " + std::to_string(st.next_msn) + " at offset 0");
         if (j && consumes) require(p.rsn == st.next_rsn, "R-HDR-17", who, "RSN " + std::to_string(p.rsn) + ", expected " + std::to_string(st.next_rsn) + " (RSNs count the stream's receive-consuming messages)");
-        if (j) require(!d.failed.count({p.stream_id, p.msn}), "R-REL-9", who, "a new segment of a failed work request");
+        if (j) require(!failure_known(p.msn), "R-REL-9", who, "a new segment of a failed work request");
         st.next_msn = p.msn + 1;
         if (consumes) st.next_rsn = p.rsn + 1;
         st.cur_msn = p.msn;
@@ -1329,6 +1390,11 @@ struct Monitor::State {
         TxPath::Out* o = t.find(n.nak_psn);
         if (!o || o->state == PsnState::Acked) return;
         o->nak_frame = number;
+        o->acked_at = now;  // (when the loss became known, for the sender's lag: [R-REL-5])
+        o->nak_at = now;
+        o->pre_nak_state = o->state;
+        o->pre_nak_rnr_until = o->rnr_until;
+        o->late_nak = false;
         if (o->void_mode) {
             o->state = PsnState::Lost;
             return;
@@ -1399,3 +1465,4 @@ std::vector<std::string> Monitor::fully_judged() const {
 }
 
 }  // namespace mroce::monitor
+

@@ -84,6 +84,8 @@ struct AgentServerOptions {
     std::string name = "mroce-engine (agent)";  // DutInfo name
     std::string agent = "mroce agent";          // hello's agent=
     uint64_t max_region_bytes = uint64_t(1) << 30;
+    // Declared in `info` (ipv4_fragments=): whether the port delivers IPv4 fragments unaltered.
+    bool ipv4_fragments = true;
 };
 
 class AgentServer {

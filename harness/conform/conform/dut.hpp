@@ -38,6 +38,13 @@ struct DutInfo {
     // ([R-RTO-3], [R-PLC-9]); the monitor's time bounds use them.
     uint32_t rto_min_us = 100, rto_init_us = 1000, rto_max_us = 6250, rnr_default_us = 100;
     uint32_t peer_timeout_us = 50000;
+    // The tail-probe minimum ([R-REL-6]), the keepalive interval ([R-CONN-6]) and the CONNECT
+    // retry interval ([R-CONN-4]); spec defaults when an (older) agent does not declare them.
+    uint32_t pto_min_us = 20, keepalive_us = 100000, connect_retry_us = 1000;
+    // Whether IPv4 fragments the runner sends reach the DUT's receive path as sent. False when the
+    // DUT's port itself reassembles or holds them (DPDK's af_packet PMD asks the kernel to
+    // defragment: a lone fragment never gets through), so [R-ENC-3] cannot be tested through it.
+    bool ipv4_fragments = true;
     bool virtual_time = false;              // true: frames take 0 µs and the DUT never stalls
 };
 

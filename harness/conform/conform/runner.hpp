@@ -18,6 +18,22 @@ struct RunOptions {
     // ports on a shared host stall for milliseconds).
     double tolerance_us = -1;
     double tolerance_prop = 0.1;
+    // How late an expected frame or completion may come over a real port, on top of the tolerance:
+    // absolute (µs) plus a proportion of the bound. A late timer is the implementation's choice
+    // ([R-CONF-2]: the spec bounds RTO, PTO and RNR waits from below only), and a DUT's timers
+    // behind a software port on a shared host fire milliseconds late; a script's upper bound is
+    // then a liveness bound. Negative: 0 for a virtual-time DUT (exact), 20000 µs + 50% otherwise.
+    // Lower bounds are not widened by it.
+    double late_us = -1;
+    double late_prop = -1;
+    // The runner asks a real-time DUT for completions and events at least this often (µs) while
+    // it waits for one, so that it reacts to them in time (a `? wc` would otherwise be seen only
+    // with the DUT's next frame).
+    uint64_t control_poll_us = 200;
+    // Watchdog: a DUT whose clock stops while it keeps transmitting (a virtual-time DUT with a
+    // timer refiring at one instant forever) fails the test after this many DUT steps at one
+    // instant, instead of hanging the runner.
+    uint64_t max_steps_at_one_instant = 20000;
     uint64_t timeout_us = 50000;   // a test's default time limit (its `# timeout:` overrides)
     uint64_t linger_us = 300;      // the DUT runs on this long after the last line
     bool strict = false;           // run SHOULD-level tests and checks

@@ -341,6 +341,15 @@ DutInfo AgentClient::info() {
     if (d.rto_init_us < d.rto_min_us || d.rto_max_us < d.rto_min_us) r.lie("rto_min_us above rto_init_us or rto_max_us");
     d.rnr_default_us = uint32_t(r.num("rnr_default_us", UINT32_MAX));
     d.peer_timeout_us = uint32_t(r.num("peer_timeout_us", UINT32_MAX));
+    // Optional (added later in version 1): an agent that does not declare them has the spec's.
+    if (auto v = r.opt_num("pto_min_us", UINT32_MAX)) d.pto_min_us = uint32_t(*v);
+    if (auto v = r.opt_num("keepalive_us", UINT32_MAX)) d.keepalive_us = uint32_t(*v);
+    if (auto v = r.opt_num("connect_retry_us", UINT32_MAX)) d.connect_retry_us = uint32_t(*v);
+    if (const std::string* v = r.opt("ipv4_fragments")) {
+        const auto b = agent::parse_bool(*v);
+        if (!b) r.lie("ipv4_fragments is not 0 or 1");
+        d.ipv4_fragments = *b;
+    }
     d.virtual_time = false;
     return d;
 }
@@ -595,6 +604,9 @@ std::vector<WireFrame> AgentDut::receive() {
 }
 
 void AgentDut::run_until(Micros t) {
+    // Frames read while a control request waited (the client's idle hook) count as transmitted
+    // now: the runner must see them before it waits any longer.
+    if (!pending_.empty()) return;
     do {
         if (poll_wire()) return;
     } while (now() < t);

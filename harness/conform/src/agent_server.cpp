@@ -462,6 +462,10 @@ std::string AgentServer::do_info() const {
     out += " " + field("rto_max_us", c.rto_max_us);
     out += " " + field("rnr_default_us", c.rnr_default_us);
     out += " " + field("peer_timeout_us", c.peer_timeout_us);
+    out += " " + field("pto_min_us", c.pto_min_us);
+    out += " " + field("keepalive_us", c.keepalive_us);
+    out += " " + field("connect_retry_us", c.connect_retry_us);
+    out += std::string(" ipv4_fragments=") + (options_.ipv4_fragments ? "1" : "0");
     return out + "\n";
 }
 

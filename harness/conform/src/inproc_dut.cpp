@@ -72,6 +72,9 @@ public:
         info_.rto_max_us = cfg.rto_max_us;
         info_.rnr_default_us = cfg.rnr_default_us;
         info_.peer_timeout_us = cfg.peer_timeout_us;
+        info_.pto_min_us = cfg.pto_min_us;
+        info_.keepalive_us = cfg.keepalive_us;
+        info_.connect_retry_us = cfg.connect_retry_us;
         mroce::Result err{};
         dev_ = mroce::Device::open(cfg, io_, clock_, &err);
         if (!dev_) throw DutError(std::string("cannot open the engine: ") + mroce::result_name(err));

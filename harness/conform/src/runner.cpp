@@ -39,6 +39,12 @@ struct ScriptFault : std::runtime_error {
     using std::runtime_error::runtime_error;
 };
 
+// The DUT's clock stopped while it kept running (RunOptions::max_steps_at_one_instant): the test
+// fails naming the livelock.
+struct Livelock : std::runtime_error {
+    using std::runtime_error::runtime_error;
+};
+
 std::optional<Opcode> opcode_by_name(const std::string& n) {
     static const std::pair<const char*, Opcode> kOps[] = {
         {"SEND", Opcode::Send}, {"WRITE", Opcode::Write}, {"WRITE_IMM", Opcode::WriteImm},
@@ -94,6 +100,8 @@ public:
         const bool virt = dut.info().virtual_time;
         tol_us_ = sc.tolerance_us >= 0 ? sc.tolerance_us : (opt_.tolerance_us >= 0 ? opt_.tolerance_us : (virt ? 0 : 5000));
         tol_prop_ = sc.tolerance_prop >= 0 ? sc.tolerance_prop : (virt ? 0 : opt_.tolerance_prop);
+        late_us_ = opt_.late_us >= 0 ? opt_.late_us : (virt ? 0 : 20000);
+        late_prop_ = opt_.late_prop >= 0 ? opt_.late_prop : (virt ? 0 : 0.5);
         timeout_us_ = sc.timeout_us ? sc.timeout_us : opt_.timeout_us;
         tester_isn_ = opt_.tester_isn;
         if (!opt_.out_dir.empty()) {
@@ -125,6 +133,9 @@ public:
         } catch (const DutError& e) {
             res_.outcome = Outcome::Error;
             res_.messages.push_back(where() + "DUT: " + e.what());
+        } catch (const Livelock& e) {
+            res_.outcome = Outcome::Fail;
+            res_.messages.push_back(where() + e.what());
         }
         mon_.finish(ns(dut_.now()));
         res_.violations = mon_.violations();
@@ -176,12 +187,12 @@ private:
         if (s == "PTO_INIT") return i.rto_init_us / 2;  // the tail probe before an RTT sample [R-REL-6]
         if (s == "RTO_MIN") return i.rto_min_us;
         if (s == "RTO_MAX") return i.rto_max_us;
-        if (s == "PTO_MIN") return 20;
+        if (s == "PTO_MIN") return i.pto_min_us;
         if (s == "RNR_DEFAULT") return i.rnr_default_us;
         if (s == "RNR_RETRY_MAX") return 7;
         if (s == "PEER_TIMEOUT") return i.peer_timeout_us;
-        if (s == "KEEPALIVE") return 100000;
-        if (s == "CONNECT_RETRY") return 1000;
+        if (s == "KEEPALIVE") return i.keepalive_us;
+        if (s == "CONNECT_RETRY") return i.connect_retry_us;
         if (s == "CONNECT_TRIES") return 8;
         if (s == "HINT_TTL") return 1000;
         if (s == "INIT_CWND") return std::min<int64_t>(16, wcap_);
@@ -245,7 +256,10 @@ private:
         const int64_t hi = t.hi ? eval(*t.hi) : lo;
         if (lo < 0 || hi < lo) throw ScriptFault("bad time window");
         if (!widen) return {base + Micros(lo), base + Micros(hi)};
-        const double slack_lo = tol_us_ + tol_prop_ * double(lo), slack_hi = tol_us_ + tol_prop_ * double(hi);
+        // Early: the tolerance only (the tester's own stamping). Late: also the late tolerance, as
+        // lateness is the DUT's allowed choice over a real port (RunOptions::late_us).
+        const double slack_lo = tol_us_ + tol_prop_ * double(lo);
+        const double slack_hi = tol_us_ + tol_prop_ * double(hi) + late_us_ + late_prop_ * double(hi);
         const int64_t wlo = std::max<int64_t>(0, int64_t(double(lo) - slack_lo));
         return {std::max(base + Micros(wlo), prev_), base + Micros(double(hi) + slack_hi)};
     }
@@ -279,6 +293,7 @@ private:
         }
         // Completions and events arrive on the control channel.
         for (auto& c : dut_.poll_cq()) wcs_.push_back({c, false});
+        wc_seen_at_.resize(wcs_.size(), dut_.now());
         for (auto& e : dut_.poll_events()) {
             if (e.up && !dut_conn_) dut_conn_ = e.conn;
             events_.push_back({e, false});
@@ -294,12 +309,42 @@ private:
     // Lets the DUT run until it sends something or the clock reads `t` (expectations look at
     // every frame as it comes).
     void pump_step(Micros t) {
+        const size_t frames_before = seen_.size(), wcs_before = wcs_.size(), events_before = events_.size();
+        const Micros clock_before = dut_.now();
         drain();
-        if (dut_.now() >= t) return;
+        watch_clock(clock_before);  // (a DUT that answers every drain at one instant is watched too)
+        // What the drain brought in (frames read while a control request waited) is news already.
+        if (dut_.now() >= t || seen_.size() != frames_before || wcs_.size() != wcs_before || events_.size() != events_before)
+            return;
         Micros stop = t;
         if (!delayed_.empty()) stop = std::min(stop, std::max(delayed_.front().first, dut_.now()));
-        dut_.run_until(stop);
+        run_dut(stop);
         drain();
+    }
+
+    // One DUT step, watched: a DUT that returns again and again without its clock moving is
+    // livelocked (e.g. a timer that refires at the same instant forever).
+    void run_dut(Micros stop) {
+        const Micros before = dut_.now();
+        dut_.run_until(stop);
+        watch_clock(before);
+    }
+    void watch_clock(Micros before) {
+        if (dut_.now() != before) {
+            steps_at_instant_ = 0;
+            return;
+        }
+        if (++steps_at_instant_ > opt_.max_steps_at_one_instant)
+            throw Livelock("livelock: the DUT ran " + std::to_string(steps_at_instant_) + " steps at time +" +
+                           std::to_string(int64_t(before) - int64_t(t0_)) + " us without its clock advancing (" +
+                           std::to_string(frames_) + " frames so far): a timer refiring at one instant?");
+    }
+
+    // Where a wait for a completion or an event pauses to ask the DUT's control channel (drain):
+    // a virtual-time DUT reports them at once, a real one only when asked.
+    Micros control_poll_step(Micros t) const {
+        if (dut_.info().virtual_time) return t;
+        return std::min(t, dut_.now() + opt_.control_poll_us);
     }
 
     // Lets the DUT run until `t`, reacting to what it sends.
@@ -308,7 +353,7 @@ private:
         while (dut_.now() < t) {
             Micros stop = t;
             if (!delayed_.empty()) stop = std::min(stop, std::max(delayed_.front().first, dut_.now()));
-            dut_.run_until(stop);
+            run_dut(stop);
             drain();
             if (!dut_.info().virtual_time && dut_.now() >= stop) break;
         }
@@ -773,7 +818,7 @@ private:
                     return;
                 }
                 if (dut_.now() >= hi) break;
-                pump_step(hi);
+                pump_step(control_poll_step(hi));
             }
             fail("no completion matching '" + ln.text + "' by +" + std::to_string(hi - prev_) + " us");
         } else if (v == "event") {
@@ -788,15 +833,20 @@ private:
                     return;
                 }
                 if (dut_.now() >= hi) break;
-                pump_step(hi);
+                pump_step(control_poll_step(hi));
             }
             fail("no connection " + std::string(up ? "Up" : "Down") + " event by +" + std::to_string(hi - prev_) + " us");
         } else if (v == "no_wc") {
             // Like `> none`: the window as written, not widened (a tolerance would make it claim more).
             std::tie(lo, hi) = window(ln.time, false);
             pump_until(hi);
-            for (auto& [c, used] : wcs_)
-                if (!used) fail("unexpected completion of wr " + std::to_string(c.wr_id) + " (" + std::string(model::status_name(c.status)) + ")");
+            // Only a completion seen by the window's end proves one in it: over a real port the
+            // runner may look only later (a stall), and what it sees then may have come after.
+            for (size_t k = 0; k < wcs_.size(); ++k) {
+                const auto& [c, used] = wcs_[k];
+                if (!used && wc_seen_at_[k] <= hi)
+                    fail("unexpected completion of wr " + std::to_string(c.wr_id) + " (" + std::string(model::status_name(c.status)) + ")");
+            }
             prev_ = hi;
         } else if (v == "mem") {
             allow_fields(ln, {"mr", "off", "len", "stream", "msn", "moff", "zero"});
@@ -879,7 +929,8 @@ private:
         const bool by_dut = !ln.args.empty() && ln.args[0] == "dut";
         vars_["tester.id"] = tester_id_;
         vars_["tester.isn"] = tester_isn_;
-        const Micros deadline = dut_.now() + 8 * (1000 + Micros(tol_us_));
+        const Micros retry = dut_.info().connect_retry_us;  // CONNECT_RETRY [R-CONN-4]
+        const Micros deadline = dut_.now() + 8 * (retry + Micros(tol_us_));
         if (!by_dut) {
             Line c;
             c.verb = "CONNECT";
@@ -894,7 +945,7 @@ private:
             const auto connect_frame = ref::encode(p, {});
             for (int tries = 0; tries < 8 && !up_; ++tries) {
                 inject(connect_frame);
-                const Micros until = dut_.now() + 1000 + Micros(tol_us_);
+                const Micros until = dut_.now() + retry + Micros(tol_us_);
                 while (!up_ && dut_.now() < until) pump_step(until);
             }
             if (!up_) throw DutError("no ACCEPT to 8 CONNECTs of the tester, CONNECT_RETRY apart");
@@ -963,7 +1014,8 @@ private:
     monitor::Monitor mon_;
     TestResult res_;
     const Line* line_ = nullptr;
-    double tol_us_ = 0, tol_prop_ = 0;
+    double tol_us_ = 0, tol_prop_ = 0, late_us_ = 0, late_prop_ = 0;
+    uint64_t steps_at_instant_ = 0;  // DUT steps since its clock last moved (the livelock watchdog)
     uint64_t timeout_us_ = 0;
     Micros t0_ = 0, prev_ = 0;
     uint64_t frames_ = 0;
@@ -973,6 +1025,7 @@ private:
     std::deque<Seen> seen_;
     size_t cursor_ = 0;
     std::vector<std::pair<DutCompletion, bool>> wcs_;
+    std::vector<Micros> wc_seen_at_;  // when each of wcs_ was polled
     std::vector<std::pair<DutEvent, bool>> events_;
     std::map<std::string, int64_t> vars_;
     std::map<std::string, uint32_t> regions_;
@@ -1008,6 +1061,13 @@ std::string unmet_qualifier(const Script& sc, const DutInfo& i) {
         }
         if (q.name == "ip") {
             if ((q.value == "6") != i.address.ipv6) return std::string("the test needs an IPv") + q.value + " DUT";
+            continue;
+        }
+        if (q.name == "ipv4_fragments") {
+            if (q.value != "delivered") return "bad qualifier value '" + q.value + "' (ipv4_fragments=delivered)";
+            if (!i.ipv4_fragments)
+                return "the DUT's port does not deliver IPv4 fragments as sent (it reassembles or holds them), so "
+                       "dropping them cannot be observed";
             continue;
         }
         if (q.name == "time") {

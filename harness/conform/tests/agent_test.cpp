@@ -291,6 +291,10 @@ TEST(AgentServer, InfoDescribesTheDevice) {
     EXPECT_EQ(d.rto_max_us, cfg.rto_max_us);
     EXPECT_EQ(d.rnr_default_us, cfg.rnr_default_us);
     EXPECT_EQ(d.peer_timeout_us, cfg.peer_timeout_us);
+    EXPECT_EQ(d.pto_min_us, cfg.pto_min_us);
+    EXPECT_EQ(d.keepalive_us, cfg.keepalive_us);
+    EXPECT_EQ(d.connect_retry_us, cfg.connect_retry_us);
+    EXPECT_TRUE(d.ipv4_fragments);  // the bench's in-memory loop alters no frame
     EXPECT_FALSE(d.virtual_time);
     const auto k = c.counters();
     EXPECT_EQ(k.at("unknown_dcid"), 0u);
@@ -444,6 +448,8 @@ TEST(AgentClient, RejectsLies) {
         {replace(info_ok, "name=x", "name=\"x"), "unterminated"},
         {"yes " + info_ok.substr(3), "neither ok nor err"},
         {"ok maybe", "unexpected word"},
+        {info_ok + " ipv4_fragments=2", "ipv4_fragments"},
+        {info_ok + " pto_min_us=-1", "pto_min_us"},
     };
     for (const auto& [resp, why] : infos) {
         AgentClient c(std::make_unique<ScriptedLink>(std::vector<std::string>{resp}), "liar");
@@ -455,6 +461,20 @@ TEST(AgentClient, RejectsLies) {
         AgentClient c(std::make_unique<ScriptedLink>(std::vector<std::string>{info_ok}), "honest");
         const DutInfo d = c.info();
         EXPECT_EQ(d.ops, (std::vector<std::string>{"send", "write"}));
+        // An agent of before the optional timer fields: the spec's values, fragments delivered.
+        EXPECT_EQ(d.pto_min_us, 20u);
+        EXPECT_EQ(d.keepalive_us, 100000u);
+        EXPECT_EQ(d.connect_retry_us, 1000u);
+        EXPECT_TRUE(d.ipv4_fragments);
+    }
+    {
+        const std::string newer = info_ok + " pto_min_us=400 keepalive_us=2000000 connect_retry_us=20000 ipv4_fragments=0";
+        AgentClient c(std::make_unique<ScriptedLink>(std::vector<std::string>{newer}), "newer");
+        const DutInfo d = c.info();
+        EXPECT_EQ(d.pto_min_us, 400u);
+        EXPECT_EQ(d.keepalive_us, 2000000u);
+        EXPECT_EQ(d.connect_retry_us, 20000u);
+        EXPECT_FALSE(d.ipv4_fragments);
     }
     struct Case {
         std::vector<std::string> responses;

@@ -4,9 +4,9 @@
 # `mroce agent` on af_packet in namespace B serves the control protocol on a Unix socket (path
 # sockets cross namespaces); in namespace A `mroce conform --dut agent=...` plays the peer over
 # its own af_packet port on the other end of the veth. Every test must pass (or be unsupported:
-# those that need a virtual-time DUT), but for the gaps listed in veth_known_failures.txt; a
-# failure is rerun once before it counts (the host stalls the tester at times).
-#   conform_veth.sh PATH/TO/mroce SCRIPTS_DIR [OUT_DIR]
+# those that need a virtual-time DUT); a failure is rerun up to twice before it counts (the host stalls
+# the tester at times).
+#   [MROCE_CONFORM_VETH_ARGS="--only ID ..."] conform_veth.sh PATH/TO/mroce SCRIPTS_DIR [OUT_DIR]
 # Exits 0 pass, 1 fail, 77 skipped (not root only).
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -42,7 +42,9 @@ agent_mac=02:00:00:00:0b:98
 tester_mac=02:00:00:00:0a:98
 # The DUT's timers slowed down 20-fold (scripts use the constants it declares; RTO_MAX stays at
 # PEER_TIMEOUT / 8): on a shared 2-core host the tester itself stalls for milliseconds, which must
-# stay small against the DUT's timers. PTO_MIN keeps its spec value (the runner's constant).
+# stay small against the DUT's timers. PTO_MIN, KEEPALIVE and CONNECT_RETRY keep their spec values (the
+# agent declares them in info). Timer expiries late by more than that are allowed (the runner's late
+# tolerance, traces/conformance/README.md).
 ip netns exec "$NS_B" "$mroce" agent --port "af_packet:$(netns_if b 0)" --listen "unix:$sock" -q \
   --rto-init-us 20000 --rto-min-us 2000 --rto-max-us 125000 --peer-timeout-us 1000000 \
   --rnr-default-us 2000 \
@@ -67,7 +69,9 @@ conform() {  # extra args...; writes $out/matrix.json (the --json line)
   return $rc
 }
 mkdir -p "$out"
-conform --junit "$out/junit.xml" "$scripts" || true
+# MROCE_CONFORM_VETH_ARGS: extra options of the first run (e.g. "--only RTO-*" while debugging).
+read -r -a extra <<<"${MROCE_CONFORM_VETH_ARGS:-}"
+conform --junit "$out/junit.xml" ${extra[@]+"${extra[@]}"} "$scripts" || true
 python3 -c 'import json,sys; json.load(open(sys.argv[1]))' "$out.json" || fail "no JSON matrix from mroce conform"
 failed() {  # IDs of the tests that did not pass (unsupported counts as passing: time=virtual tests)
   python3 -c '
@@ -75,20 +79,18 @@ import json, sys
 o = json.load(open(sys.argv[1]))
 print(" ".join(t["id"] for t in o["tests"] if t["outcome"] not in ("pass", "unsupported")))' "$out.json"
 }
-known=$(grep -v '^#' "$here/veth_known_failures.txt" | awk 'NF {print $1}')
-first=$(failed)
-retry=()
-for id in $first; do echo "$known" | grep -qx "$id" || retry+=("$id"); done
-still=()
-if [ ${#retry[@]} -gt 0 ]; then
-  # A shared host stalls the tester for milliseconds at times: every failure that is not a known
-  # gap gets one more run; one that fails twice fails the test.
-  echo "rerunning once: ${retry[*]}"
+read -r -a still <<<"$(failed)"
+# A shared host stalls the tester (or the agent) for up to ~8 ms at times, idle or not (measured
+# here): a failing test gets up to two more runs, a few seconds apart, and fails the suite only if
+# it fails all three. Every rerun is printed, so a flaky test shows in the log.
+for attempt in 2 3; do
+  [ ${#still[@]} -gt 0 ] || break
+  echo "run $attempt of: ${still[*]}"
+  sleep 2
   only=()
-  for id in "${retry[@]}"; do only+=(--only "$id"); done
+  for id in "${still[@]}"; do only+=(--only "$id"); done
   conform "${only[@]}" "$scripts" || true
-  for id in $(failed); do still+=("$id"); done
-fi
-echo "known gaps over veth (harness/conform/tests/veth_known_failures.txt): $(echo $known | wc -w)"
-[ ${#still[@]} = 0 ] || { echo "agent stderr:"; sed 's/^/  /' "$work/agent.err" | tail -20; fail "failed twice over veth: ${still[*]}"; }
+  read -r -a still <<<"$(failed)"
+done
+[ ${#still[@]} = 0 ] || { echo "agent stderr:"; sed 's/^/  /' "$work/agent.err" | tail -20; fail "failed three times over veth: ${still[*]}"; }
 echo "PASS"

@@ -134,6 +134,75 @@ TEST(Monitor, DataMustBeEct0) {
     EXPECT_EQ(k.rules().at(0), "R-ENC-9");
 }
 
+// Over a real port (processing lag allowed): the frames of VOID-9-invalid-request as the tester saw
+// them over veth (issue 12), tap times and the DUT's own timestamps. The DUT answers the NAK of
+// PSN 1 with a VOID and, 64 us later by its clock, its RTO expires: PSNs 0, 1 and 2 voided again on
+// a new route. The NAK of PSN 2 comes after that and draws one more VOID. Every frame is legal
+// ([R-REL-9], [R-REL-7], [R-PATH-4], [R-REL-5]); a monitor that takes the RTO's copies of 0 and 1
+// for answers to NAKs still ahead of the DUT then sees PSN 2 voided before them (R-REL-5).
+TEST(Monitor, AnRtoCrossingTheNaksOfAFailedMessageIsAccepted) {
+    Config c;
+    c.virtual_time = false;
+    c.tolerance = 5000 * 1000;
+    c.tolerance_prop = 0.1;
+    c.rto_min_us = 2000, c.rto_init_us = 20000, c.rto_max_us = 125000, c.rnr_default_us = 2000;
+    c.peer_timeout_us = 1000000;
+    c.fully_observed = {Ip{false, {10, 0, 0, 1}}};  // A, the DUT; B plays the trusted tester
+    c.judge_only = true;
+    Talk k(c);
+    auto at = [&](Nanos us) { k.t = us * 1000; };
+    auto nak_from_b = [&](uint32_t psn_rel) {
+        auto n = k.base(false, Opcode::Nak);
+        n.nak_psn = Talk::kIsnA + psn_rel;
+        n.nak_code = uint8_t(ref::NakCode::InvalidRequest);
+        k.send(n);
+    };
+    auto segment = [&](uint32_t psn_rel, uint32_t ts, uint16_t flags, uint16_t sport) {
+        auto v = k.base(true, Opcode::Write);
+        v.psn = Talk::kIsnA + psn_rel;
+        v.flags = flags;
+        v.msg_length = 3 * 1024;
+        v.msg_offset = 1024 * psn_rel;
+        v.rkey = 0x100;
+        v.udp_sport = sport;
+        v.timestamp = ts;
+        k.send(v, flags & ref::kFlagVoid ? 0 : 1024);
+    };
+    auto probe = [&](uint32_t ts, uint16_t sport) {
+        auto p = k.base(true, Opcode::Probe);
+        p.flags = ref::kFlagAr;
+        p.udp_sport = sport;
+        p.timestamp = ts;
+        k.send(p);
+    };
+    const uint16_t kVoid = ref::kFlagRetx | ref::kFlagVoid, kFirst = 50000, kRepath = 57510;
+    at(300);
+    k.setup();
+    at(588);
+    for (uint32_t i = 0; i < 3; ++i) segment(i, 588, 0, kFirst);
+    at(1251);
+    nak_from_b(0);
+    at(1438);
+    segment(0, 1448, kVoid, kFirst);
+    at(11341);
+    probe(11448, kFirst);  // the tail probe, PTO_INIT after the last send
+    at(20331);
+    nak_from_b(1);
+    at(20546);  // one batch on the tester's side
+    segment(1, 20553, kVoid, kFirst);
+    for (uint32_t i = 0; i < 3; ++i) segment(i, 20617, kVoid, kRepath);  // the RTO: RTO_INIT after 588
+    at(31984);
+    probe(30617, kRepath);
+    at(32666);
+    nak_from_b(2);
+    at(32854);
+    segment(2, 32870, kVoid, kRepath);
+    k.m.finish(k.t + 1000);
+    EXPECT_TRUE(k.m.violations().empty()) << k.m.violations()[0].rule << " " << k.m.violations()[0].what;
+    EXPECT_GT(k.m.tally().at("R-REL-5").checked, 0u);
+    EXPECT_GT(k.m.tally().at("R-REL-7").checked, 0u);
+}
+
 TEST(Monitor, ParsesAddresses) {
     EXPECT_EQ(parse_ip("10.0.0.1")->str(), "10.0.0.1");
     EXPECT_EQ(parse_ip("fd00::1")->str(), "fd00:0:0:0:0:0:0:1");

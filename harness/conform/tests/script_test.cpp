@@ -1,6 +1,7 @@
 // The script parser: what it accepts, and the one-line error (file:line) for what it does not.
 #include <gtest/gtest.h>
 
+#include "conform/runner.hpp"
 #include "conform/script.hpp"
 
 namespace mroce::conform {
@@ -93,6 +94,56 @@ TEST(Script, LoadNamesAMissingFile) {
     } catch (const ScriptError& e) {
         EXPECT_EQ(std::string(e.what()), "/nonexistent/x.mcs:0: cannot read");
     }
+}
+
+// A virtual-time DUT whose clock never moves and that sends a frame at every step: a timer that
+// refires at one instant forever. The runner's watchdog must fail the test, naming the livelock,
+// instead of hanging.
+class LivelockedDut final : public Dut {
+public:
+    LivelockedDut() { info_.virtual_time = true; }
+    const DutInfo& info() const override { return info_; }
+    void send(std::span<const uint8_t>) override {}
+    std::vector<WireFrame> receive() override {
+        std::vector<WireFrame> out;
+        if (pending_) out.push_back(WireFrame{0, std::vector<uint8_t>(60, 0xee)});  // not MRoCE: skipped by the monitor
+        pending_ = false;
+        return out;
+    }
+    Micros now() const override { return 0; }
+    void run_until(Micros) override {
+        ++steps;
+        pending_ = true;  // "transmitted" again, the clock still at 0
+    }
+    void listen(bool) override {}
+    uint32_t connect(const model::Address&, const ConnOffer&) override { return 0; }
+    Region reg_mr(uint64_t, uint32_t) override { return {}; }
+    void dereg_mr(uint32_t) override {}
+    void write_mem(uint32_t, uint64_t, std::span<const uint8_t>) override {}
+    std::vector<uint8_t> read_mem(uint32_t, uint64_t, uint64_t length) override { return std::vector<uint8_t>(length); }
+    std::string post(const PostOp&) override { return ""; }
+    std::vector<DutCompletion> poll_cq() override { return {}; }
+    std::vector<DutEvent> poll_events() override { return {}; }
+    void close(uint32_t, bool) override {}
+    std::map<std::string, uint64_t> counters() override { return {}; }
+    uint64_t steps = 0;
+
+private:
+    DutInfo info_;
+    bool pending_ = false;
+};
+
+TEST(Runner, ALivelockedDutFailsTheTestInsteadOfHanging) {
+    const Script sc = parse_script("# id: T-LIVELOCK\n# title: t\n# requires: R-ACK-2\n0..100 > none PROBE\n", "t.mcs");
+    LivelockedDut dut;
+    RunOptions o;
+    o.max_steps_at_one_instant = 500;
+    const TestResult r = run_script(sc, dut, o);
+    EXPECT_EQ(r.outcome, Outcome::Fail);
+    ASSERT_FALSE(r.messages.empty());
+    EXPECT_NE(r.messages[0].find("livelock"), std::string::npos) << r.messages[0];
+    EXPECT_NE(r.messages[0].find("t.mcs:4"), std::string::npos) << r.messages[0];
+    EXPECT_LE(dut.steps, 1001u);  // stopped at the cap, not run on
 }
 
 }  // namespace
