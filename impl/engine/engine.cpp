@@ -1002,7 +1002,8 @@ void Engine::input(const uint8_t* frame, uint32_t len) noexcept {
 // time, exactly as in the lockstep calls: the timers due by its arrival fire first, at their own
 // times [R-CONV-7]. A frame without one arrived at some unknown time since the last poll; it is
 // processed at the time read at the start of the call, before the timers that fell due meanwhile,
-// and those then fire once at that time instead of being replayed at their past deadlines: a host
+// and those then fire once at that time instead of being replayed at their past deadlines (the time
+// is read again before each further burst of the call, so it is the arrival within a burst): a host
 // that was busy or descheduled must not mistake its own delay for a silent network (a replay would
 // run RTO after RTO with backoff before any waiting ACK could be read).
 int Engine::progress() noexcept {
@@ -1011,6 +1012,14 @@ int Engine::progress() noexcept {
   int total = 0;
   bool unstamped = false;
   while (total < kRxBudget) {
+    if (total > 0) {
+      // A long batch must not hold back what its first bursts built, nor stamp later frames with
+      // the time the call began: their timestamps and transmission times [R-HDR-6] stay within a
+      // burst of the truth (the timers still wait for the whole batch, as above).
+      flush_tx();
+      const uint64_t c = clock_.now_us();
+      if (c > t) t = c;
+    }
     const uint16_t n = io_.rx_burst(rxq_.get(), cfg_.burst);
     for (uint16_t i = 0; i < n; ++i) {
       const uint64_t at = rxq_[i]->rx_time;

@@ -316,6 +316,20 @@ void Engine::pump(Conn& c) noexcept {
   // Nothing to (re)send, or no path with room: nothing would change but the credit, whose refresh is
   // path-independent and done when it is next needed.
   if (!c.lostp.any() && (!c.slots.any() || !c.room.any())) return;
+  // [R-PLC-9], [R-REL-5]: an RNR wait that ended during a long batch of frames (whose timers fire
+  // after it, see progress()) makes its PSN lost before the path takes a new segment. With
+  // timestamped frames the timers have fired by now and nothing is found (the model's order).
+  if (!c.pdl_min_valid || c.pdl_min <= now_) {
+    for (uint32_t p = c.room.next(0); p != kNone; p = c.room.next(p + 1)) {
+      PathTx& t = c.tx[p];
+      if (c.pdl[p] > now_ || t.block == kNone || blocks_[t.block].n_rnr == 0) continue;
+      Block& b = blocks_[t.block];
+      for (unsigned j = b.rnr.next(0); j < 256; j = b.rnr.next(j + 1))
+        if (b.rec[(t.suna + j) & 255].rnr_until <= now_) set_rec_state(b, t, j, RecState::Lost);
+      update_room(c, uint16_t(p));
+      path_changed(c, uint16_t(p));
+    }
+  }
   refresh_credit(c, now_);
   // 1. [R-REL-5] retransmissions (and VOIDs) first, per path in PSN order, held by the window only
   //    [R-CC-3], [R-CC-10]; they consume credit.

@@ -122,6 +122,9 @@ struct TxPath {
     bool have_route = false;
     Nanos last_ack = -1, last_repath = -1, last_ack_input = -1, suna_time = -1;
     uint64_t last_ack_frame = 0;
+    // Windows in force just before the latest ACKs (time of the ACK, cwnd before it): a frame its
+    // sender built before such an ACK reached it is held by that window [R-CC-3] (real time).
+    std::deque<std::pair<Nanos, uint32_t>> cwnd_before;
     bool probe_outstanding = false;
     uint32_t probe_ts = 0;
 
@@ -915,6 +918,15 @@ struct Monitor::State {
 
     // ---- the sender's shadow ------------------------------------------------------------------------
 
+    // Real time: a path whose PSNs draw RNR NAKs. Its sender pumps between the frames of a received
+    // burst, so which copy a NAK answered, and the order of its waits, retransmissions and RTO
+    // against the NAKs, is not determined by the tap: its window and RTO bound are not judged.
+    bool rnr_unsettled(const TxPath& t) const {
+        if (cfg.virtual_time) return false;
+        for (const auto& o : t.out)
+            if (o.rnr_count > 0 || o.late_nak || o.state == PsnState::RnrWait) return true;
+        return false;
+    }
     bool settled(const TxPath& t, Nanos since) const {
         return cfg.virtual_time || since < 0 || since <= decided - tol() || t.last_ack_input < decided - tol();
     }
@@ -935,7 +947,9 @@ struct Monitor::State {
         uint64_t base_us = t.have_sample ? cfg.rto_min_us : cfg.rto_init_us;
         for (uint32_t i = 0; i < t.backoff && base_us < cfg.rto_max_us; ++i) base_us *= 2;
         base_us = std::min<uint64_t>(base_us, std::max(cfg.rto_max_us, t.have_sample ? cfg.rto_min_us : cfg.rto_init_us));
-        if (earliest != INT64_MAX && !cfg.virtual_time) {
+        if (earliest != INT64_MAX && rnr_unsettled(t)) {
+            indeterminate("R-REL-7");
+        } else if (earliest != INT64_MAX && !cfg.virtual_time) {
             // A tap stamps frames when it sees them, possibly in bulk and late; the sender's own
             // timestamps say when it sent them. Only the in-flight send is known on that clock.
             const uint32_t waited = p.timestamp - earliest_ts;
@@ -1033,8 +1047,13 @@ struct Monitor::State {
         // [R-CC-3]: the window holds new data and retransmissions alike.
         const uint32_t inflight = t.in_flight();
         if (j) {
-            if (settled(t, -1)) {
-                require(inflight < t.cwnd, "R-CC-3", who, std::to_string(inflight) + " PSNs in flight on path " + std::to_string(p.path_id) + " with cwnd " + std::to_string(t.cwnd), {t.last_ack_frame});
+            // The largest window the sender may have judged by: the current one, or one in force
+            // before an ACK it may not have processed when it built this frame.
+            uint32_t window = t.cwnd;
+            while (!t.cwnd_before.empty() && t.cwnd_before.front().first < decided - tol()) t.cwnd_before.pop_front();
+            for (const auto& [at, w] : t.cwnd_before) window = std::max(window, w);
+            if (settled(t, -1) && !rnr_unsettled(t)) {
+                require(inflight < window, "R-CC-3", who, std::to_string(inflight) + " PSNs in flight on path " + std::to_string(p.path_id) + " with cwnd " + std::to_string(t.cwnd), {t.last_ack_frame});
             } else {
                 indeterminate("R-CC-3");
             }
@@ -1212,6 +1231,12 @@ struct Monitor::State {
         o.last_tx_ts = p.timestamp;
         o.tx_frame = number;
         o.sport = p.udp_sport;
+        // A segment of a work request that has failed, built before its sender knew: the sender
+        // voids it once it knows [R-REL-9].
+        if (auto fit = d.failed.find({p.stream_id, p.msn}); fit != d.failed.end() && p.opcode != Opcode::ReadResp) {
+            o.void_mode = true;
+            o.void_since = fit->second.first;
+        }
         t.out.push_back(o);
         t.snxt = psn + 1;
         d.any_new = true;
@@ -1293,6 +1318,10 @@ struct Monitor::State {
         Direction& d = c.dir[r];
         TxPath& t = d.tx[a.path_id];
         t.last_ack_input = now;
+        if (!cfg.virtual_time) {
+            t.cwnd_before.push_back({now, t.cwnd});
+            if (t.cwnd_before.size() > 256) t.cwnd_before.pop_front();
+        }
         // [R-CC-6]. The sender grows its credit at each of its pumps; some pumps show nothing on
         // the wire (timers that send nothing), so the change of ceiling takes effect from some
         // moment after its previous refresh: the monitor keeps the largest credit possible.

@@ -203,6 +203,102 @@ TEST(Monitor, AnRtoCrossingTheNaksOfAFailedMessageIsAccepted) {
     EXPECT_GT(k.m.tally().at("R-REL-7").checked, 0u);
 }
 
+// Real time, A judged at its own port with 500 us of lag: a packet of A's counts from the moment
+// its own timestamp says it was built.
+Config real_time_at_a() {
+    Config c;
+    c.virtual_time = false;
+    c.tolerance = 500 * 1000;
+    c.tolerance_prop = 0;
+    c.fully_observed = {Ip{false, {10, 0, 0, 1}}};
+    c.judge_only = true;
+    return c;
+}
+
+ref::Packet write_imm(Talk& k, uint32_t psn_rel, uint32_t msn, uint32_t k_seg, uint32_t segs, uint32_t ts) {
+    auto p = k.base(true, Opcode::WriteImm);
+    p.psn = Talk::kIsnA + psn_rel;
+    p.msn = msn;
+    p.rsn = msn;
+    p.msg_length = 1024 * segs;
+    p.msg_offset = 1024 * k_seg;
+    p.rkey = 0x100;
+    p.timestamp = ts;
+    return p;
+}
+
+void nak(Talk& k, uint32_t psn_rel, ref::NakCode code, uint16_t detail = 0) {
+    auto n = k.base(false, Opcode::Nak);
+    n.nak_psn = Talk::kIsnA + psn_rel;
+    n.nak_code = uint8_t(code);
+    n.nak_detail = detail;
+    k.send(n);
+}
+
+bool has_rule(const Monitor& m, const std::string& rule) {
+    for (const auto& v : m.violations())
+        if (v.rule == rule) return true;
+    return false;
+}
+
+TEST(Monitor, ASegmentBuiltBeforeTheFatalNakReachedTheSenderIsAccepted) {
+    Talk k(real_time_at_a());
+    auto at = [&](Nanos us) { k.t = us * 1000; };
+    at(100);
+    k.setup();
+    at(1000);
+    k.send(write_imm(k, 0, 0, 0, 4, 1000), 1024);
+    k.send(write_imm(k, 1, 0, 1, 4, 1000), 1024);
+    at(1100);
+    nak(k, 0, ref::NakCode::RemoteAccess);
+    at(1120);
+    k.send(write_imm(k, 2, 0, 2, 4, 1090), 1024);  // built at 1090, before the NAK came (1100)
+    EXPECT_FALSE(has_rule(k.m, "R-REL-9")) << k.m.violations()[0].what;
+    at(3000);
+    k.send(write_imm(k, 3, 0, 3, 4, 3000), 1024);  // 1.9 ms after it: the sender knew [R-REL-9]
+    EXPECT_TRUE(has_rule(k.m, "R-REL-9"));
+}
+
+TEST(Monitor, NewDataAfterAnRnrWaitEndedWhileTheSenderRanIsRPlc9) {
+    Talk k(real_time_at_a());
+    auto at = [&](Nanos us) { k.t = us * 1000; };
+    at(100);
+    k.setup();
+    at(1000);
+    k.send(write_imm(k, 0, 0, 0, 1, 1000), 1024);
+    at(1100);
+    nak(k, 0, ref::NakCode::Rnr, 10);  // wait 100 us: until 1200
+    // Steps of the sender before the wait's end plus the lag tolerance (1700): it may not have
+    // seen its timer yet.
+    at(1300);
+    k.send(write_imm(k, 1, 1, 0, 1, 1300), 1024);
+    at(2000);
+    k.send(write_imm(k, 2, 2, 0, 1, 2000), 1024);
+    EXPECT_FALSE(has_rule(k.m, "R-PLC-9")) << k.m.violations()[0].what;
+    // An earlier step (2000) came after 1700: the PSN was lost by then and goes first.
+    at(2600);
+    k.send(write_imm(k, 3, 3, 0, 1, 2600), 1024);
+    EXPECT_TRUE(has_rule(k.m, "R-PLC-9"));
+}
+
+TEST(Monitor, TheRnrRetransmissionInTimeIsAccepted) {
+    Talk k(real_time_at_a());
+    auto at = [&](Nanos us) { k.t = us * 1000; };
+    at(100);
+    k.setup();
+    at(1000);
+    k.send(write_imm(k, 0, 0, 0, 1, 1000), 1024);
+    at(1100);
+    nak(k, 0, ref::NakCode::Rnr, 10);
+    at(1300);
+    auto r = write_imm(k, 0, 0, 0, 1, 1300);
+    r.flags = ref::kFlagRetx;
+    k.send(r, 1024);
+    at(2600);
+    k.send(write_imm(k, 1, 1, 0, 1, 2600), 1024);
+    EXPECT_TRUE(k.m.violations().empty()) << k.m.violations()[0].rule << " " << k.m.violations()[0].what;
+}
+
 TEST(Monitor, ParsesAddresses) {
     EXPECT_EQ(parse_ip("10.0.0.1")->str(), "10.0.0.1");
     EXPECT_EQ(parse_ip("fd00::1")->str(), "fd00:0:0:0:0:0:0:1");
