@@ -259,15 +259,20 @@ TEST(Monitor, ASegmentBuiltBeforeTheFatalNakReachedTheSenderIsAccepted) {
     EXPECT_TRUE(has_rule(k.m, "R-REL-9"));
 }
 
+// A one-segment message sent at 1000 us, refused with RNR at 1100 (Detail 10: wait until 1200).
+void rnr_at_1100(Talk& k) {
+    k.t = 100'000;
+    k.setup();
+    k.t = 1'000'000;
+    k.send(write_imm(k, 0, 0, 0, 1, 1000), 1024);
+    k.t = 1'100'000;
+    nak(k, 0, ref::NakCode::Rnr, 10);
+}
+
 TEST(Monitor, NewDataAfterAnRnrWaitEndedWhileTheSenderRanIsRPlc9) {
     Talk k(real_time_at_a());
     auto at = [&](Nanos us) { k.t = us * 1000; };
-    at(100);
-    k.setup();
-    at(1000);
-    k.send(write_imm(k, 0, 0, 0, 1, 1000), 1024);
-    at(1100);
-    nak(k, 0, ref::NakCode::Rnr, 10);  // wait 100 us: until 1200
+    rnr_at_1100(k);
     // Steps of the sender before the wait's end plus the lag tolerance (1700): it may not have
     // seen its timer yet.
     at(1300);
@@ -284,12 +289,7 @@ TEST(Monitor, NewDataAfterAnRnrWaitEndedWhileTheSenderRanIsRPlc9) {
 TEST(Monitor, TheRnrRetransmissionInTimeIsAccepted) {
     Talk k(real_time_at_a());
     auto at = [&](Nanos us) { k.t = us * 1000; };
-    at(100);
-    k.setup();
-    at(1000);
-    k.send(write_imm(k, 0, 0, 0, 1, 1000), 1024);
-    at(1100);
-    nak(k, 0, ref::NakCode::Rnr, 10);
+    rnr_at_1100(k);
     at(1300);
     auto r = write_imm(k, 0, 0, 0, 1, 1300);
     r.flags = ref::kFlagRetx;
