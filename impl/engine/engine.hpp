@@ -340,6 +340,7 @@ class Engine {
   void on_ack(Conn& c, uint16_t p, const View& v) noexcept;
   void on_nak(Conn& c, uint16_t p, const View& v) noexcept;
   void path_timers(Conn& c, uint16_t p) noexcept;
+  void expire_rnr_waits(Block& b, PathTx& t) noexcept;
   void send_probe(Conn& c, uint16_t p) noexcept;
   void repath(Conn& c, uint16_t p) noexcept;
   void send_record(Conn& c, uint16_t p, uint32_t j, bool retransmission) noexcept;

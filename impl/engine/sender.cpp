@@ -323,9 +323,7 @@ void Engine::pump(Conn& c) noexcept {
     for (uint32_t p = c.room.next(0); p != kNone; p = c.room.next(p + 1)) {
       PathTx& t = c.tx[p];
       if (c.pdl[p] > now_ || t.block == kNone || blocks_[t.block].n_rnr == 0) continue;
-      Block& b = blocks_[t.block];
-      for (unsigned j = b.rnr.next(0); j < 256; j = b.rnr.next(j + 1))
-        if (b.rec[(t.suna + j) & 255].rnr_until <= now_) set_rec_state(b, t, j, RecState::Lost);
+      expire_rnr_waits(blocks_[t.block], t);
       update_room(c, uint16_t(p));
       path_changed(c, uint16_t(p));
     }
@@ -696,13 +694,17 @@ void Engine::repath(Conn& c, uint16_t p) noexcept {
   t.route = default_route(c.id, p, t.fresh_routes++);
 }
 
+// [R-PLC-9]: a PSN whose RNR wait is over is lost: retransmitted before new data [R-REL-5].
+void Engine::expire_rnr_waits(Block& b, PathTx& t) noexcept {
+  for (unsigned j = b.rnr.next(0); j < 256; j = b.rnr.next(j + 1))
+    if (b.rec[(t.suna + j) & 255].rnr_until <= now_) set_rec_state(b, t, j, RecState::Lost);
+}
+
 void Engine::path_timers(Conn& c, uint16_t p) noexcept {
   PathTx& t = c.tx[p];
   if (t.block == kNone) return;
   Block& b = blocks_[t.block];
-  if (b.n_rnr)  // [R-PLC-9]: the RNR wait is over, retransmit
-    for (unsigned j = b.rnr.next(0); j < 256; j = b.rnr.next(j + 1))
-      if (b.rec[(t.suna + j) & 255].rnr_until <= now_) set_rec_state(b, t, j, RecState::Lost);
+  if (b.n_rnr) expire_rnr_waits(b, t);
   if (b.n_inflight == 0) {
     update_room(c, p);
     return;

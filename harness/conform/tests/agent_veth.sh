@@ -20,6 +20,7 @@ fail() { echo "FAIL: $*"; exit 1; }
 
 MROCE_NETNS_PREFIX="mroce-ag$$"
 . "$here/../../../ci/netns/lib.sh"
+. "$here/agent_lib.sh"
 work=$(mktemp -d)
 sock="$work/agent.sock"
 agent_pid=
@@ -39,12 +40,7 @@ ip netns exec "$NS_B" "$mroce" --json agent --port "af_packet:$(netns_if b 0)" -
   --mac "$agent_mac" --ip "$(netns_ip4 b 0)" --file-prefix "ag-b-$$" --lcores 0@1 \
   >"$work/agent.out" 2>"$work/agent.err" &
 agent_pid=$!
-for _ in $(seq 1 100); do
-  grep -q '^agent ready on ' "$work/agent.out" 2>/dev/null && break
-  kill -0 "$agent_pid" 2>/dev/null || break
-  sleep 0.1
-done
-if ! grep -q '^agent ready on ' "$work/agent.out"; then
+if ! wait_agent_ready "$work/agent.out" "$agent_pid" >/dev/null; then
   cat "$work/agent.out" "$work/agent.err"
   fail "the agent did not come up"
 fi
