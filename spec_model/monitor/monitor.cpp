@@ -1053,7 +1053,7 @@ struct Monitor::State {
             while (!t.cwnd_before.empty() && t.cwnd_before.front().first < decided - tol()) t.cwnd_before.pop_front();
             for (const auto& [at, w] : t.cwnd_before) window = std::max(window, w);
             if (settled(t, -1) && !rnr_unsettled(t)) {
-                require(inflight < window, "R-CC-3", who, std::to_string(inflight) + " PSNs in flight on path " + std::to_string(p.path_id) + " with cwnd " + std::to_string(t.cwnd), {t.last_ack_frame});
+                require(inflight < window, "R-CC-3", who, std::to_string(inflight) + " PSNs in flight on path " + std::to_string(p.path_id) + " with cwnd " + std::to_string(window), {t.last_ack_frame});
             } else {
                 indeterminate("R-CC-3");
             }
