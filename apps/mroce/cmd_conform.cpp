@@ -14,6 +14,7 @@
 #include "conform/random.hpp"
 #include "conform/report.hpp"
 #include "conform/runner.hpp"
+#include "conform/watchdog.hpp"
 
 namespace mroce::cli {
 
@@ -36,7 +37,15 @@ struct ConformOptions {
     std::vector<std::string> knobs;
     bool no_shrink = false;
     std::string replay;
+    double test_budget_s = 60;
 };
+
+// What a user reads when a test outlived its wall-clock budget (the watchdog ends the process).
+std::string stuck_message(const std::string& what, std::chrono::milliseconds budget, const std::string& replay) {
+    return what + ": not finished after " + std::to_string(budget.count() / 1000) +
+           " s of wall clock: the DUT did not return from one call (a livelock inside the DUT?), so the run stops here; replay: " +
+           replay;
+}
 
 // `--replay TRACE`: a scenario a failing randomised run wrote, through the monitor again.
 int run_replay(const ConformOptions& o, const GlobalOptions& g) {
@@ -116,7 +125,23 @@ int run_random(const ConformOptions& o, const GlobalOptions& g) {
         for (const auto& v : r.violations) vs.push_back(conform::violation_json(v));
         runs.push_back({{"seed", r.seed}, {"violations", vs}, {"harness", r.harness_failures}, {"trace", r.trace}});
     };
-    conform::run_random(ro, report);
+    uint64_t current_seed = o.seed;
+    conform::TestWatchdog watchdog(
+        std::chrono::milliseconds(int64_t(o.test_budget_s * 1000)),
+        [&](const std::string& label, std::chrono::milliseconds budget) {
+            const std::string m = stuck_message(label, budget, g.program + " conform --random 1 --seed " + std::to_string(current_seed) + knob_args + canary);
+            std::printf("FAIL %s\n", m.c_str());
+            std::fprintf(stderr, "mroce conform: %s\n", m.c_str());
+            if (g.json) std::cout << nlohmann::json{{"random", o.random}, {"seed", o.seed}, {"failed", failed + 1}, {"failures", runs}, {"stuck", {{"seed", current_seed}, {"what", m}}}}.dump() << "\n";
+        },
+        kExitFailed);
+    watchdog.arm("random run, seed " + std::to_string(current_seed));
+    conform::run_random(ro, [&](const conform::RandomRun& r) {
+        report(r);
+        current_seed = r.seed + 1;
+        watchdog.arm("random run, seed " + std::to_string(current_seed));
+    });
+    watchdog.disarm();
     uint64_t checked = 0;
     for (const auto& [rule, t] : tally) checked += t.checked;
     std::printf("%u random runs (seeds %llu..%llu): %u failed, %llu DUT frames judged, %llu checks (knobs: %s)\n", o.random,
@@ -162,7 +187,7 @@ bool parse_mac(const std::string& s, std::array<uint8_t, 6>& mac) {
 
 int run(const ConformOptions& o, const GlobalOptions& g) {
     if (!conform::known_canary(o.canary)) {
-        std::cerr << "mroce conform: --canary " << o.canary << ": unknown (ack-lies, no-retx-flag, ecn)\n";
+        std::cerr << "mroce conform: --canary " << o.canary << ": unknown (ack-lies, no-retx-flag, ecn, livelock)\n";
         return kExitMisuse;
     }
     if (!o.replay.empty()) return run_replay(o, g);
@@ -253,10 +278,50 @@ int run(const ConformOptions& o, const GlobalOptions& g) {
     }
 
     std::vector<conform::TestResult> results;
+    auto finish = [&](const std::vector<conform::TestResult>& rs) {
+        conform::print_table(std::cout, rs);
+        std::map<std::string, int> n;
+        for (const auto& r : rs) ++n[conform::outcome_name(r.outcome)];
+        std::printf("%zu tests: %d pass, %d fail, %d timing, %d unsupported, %d error (DUT: %s)\n", rs.size(), n["pass"],
+                    n["fail"], n["timing"], n["unsupported"], n["error"], dut_name.c_str());
+        if (!o.out_dir.empty()) std::printf("pcap and canonical trace per test in %s/\n", o.out_dir.c_str());
+        try {
+            if (!o.junit.empty()) conform::write_junit(o.junit, rs, dut_name);
+        } catch (const std::exception& e) {
+            std::cerr << "mroce conform: " << e.what() << "\n";
+            return kExitMisuse;
+        }
+        if (g.json) std::cout << conform::matrix(rs, dut_name).dump() << "\n";
+        return n["fail"] + n["timing"] + n["error"] ? kExitFailed : kExitOk;
+    };
+    // A DUT stuck inside one call cannot be taken back: report the test failed, with everything
+    // run before it, and end the process.
+    const conform::Script* running = nullptr;
+    conform::TestWatchdog watchdog(
+        std::chrono::milliseconds(int64_t(o.test_budget_s * 1000)),
+        [&](const std::string& id, std::chrono::milliseconds budget) {
+            conform::TestResult r;
+            r.id = id;
+            r.title = running->title;
+            r.path = running->path;
+            r.requires_ = running->requires_;
+            r.outcome = conform::Outcome::Fail;
+            std::string replay = g.program + " conform --only " + id;
+            if (!o.canary.empty()) replay += " --canary " + o.canary;
+            if (agent) replay += " --dut " + o.dut + " --port " + o.port;
+            r.messages.push_back(stuck_message(id, budget, replay));
+            std::fprintf(stderr, "mroce conform: %s\n", r.messages.back().c_str());
+            auto all = results;
+            all.push_back(r);
+            finish(all);
+        },
+        kExitFailed);
     size_t i = 0;
     for (const auto& s : scripts) {
         ++i;
         if (o.progress && !g.json) std::fprintf(stderr, "[%zu/%zu] %s\n", i, scripts.size(), s.id.c_str());
+        running = &s;
+        watchdog.arm(s.id);
         try {
             if (agent) {
                 agent->reset();
@@ -274,21 +339,9 @@ int run(const ConformOptions& o, const GlobalOptions& g) {
             std::cerr << "mroce conform: DUT: " << e.what() << "\n";
             return kExitMisuse;
         }
+        watchdog.disarm();
     }
-    conform::print_table(std::cout, results);
-    std::map<std::string, int> n;
-    for (const auto& r : results) ++n[conform::outcome_name(r.outcome)];
-    std::printf("%zu tests: %d pass, %d fail, %d timing, %d unsupported, %d error (DUT: %s)\n", results.size(), n["pass"],
-                n["fail"], n["timing"], n["unsupported"], n["error"], dut_name.c_str());
-    if (!o.out_dir.empty()) std::printf("pcap and canonical trace per test in %s/\n", o.out_dir.c_str());
-    try {
-        if (!o.junit.empty()) conform::write_junit(o.junit, results, dut_name);
-    } catch (const std::exception& e) {
-        std::cerr << "mroce conform: " << e.what() << "\n";
-        return kExitMisuse;
-    }
-    if (g.json) std::cout << conform::matrix(results, dut_name).dump() << "\n";
-    return n["fail"] + n["timing"] + n["error"] ? kExitFailed : kExitOk;
+    return finish(results);
 }
 
 }  // namespace
@@ -299,7 +352,7 @@ Runner add_conform(CLI::App& app, const GlobalOptions& global) {
     sub->add_option("--dut", o->dut, "inproc (our engine, in this process) or agent=ADDR (unix:/path or HOST:PORT)")
         ->capture_default_str();
     sub->add_option("--port", o->port, "With an agent: the runner's DPDK port to the DUT (af_packet:IF, af_xdp:IF, memif:client:/s.sock)");
-    sub->add_option("--canary", o->canary, "inproc only: a deliberately broken DUT (ack-lies, no-retx-flag, ecn)");
+    sub->add_option("--canary", o->canary, "inproc only: a deliberately broken DUT (ack-lies, no-retx-flag, ecn, livelock)");
     sub->add_option("scripts", o->scripts, "Script files or folders (default: traces/conformance)");
     sub->add_option("--only", o->only, "Only tests whose ID or requirement matches this glob (R-ACK-*, ...)");
     sub->add_flag("--strict", o->strict, "Also run the SHOULD-level tests and checks");
@@ -320,6 +373,11 @@ Runner add_conform(CLI::App& app, const GlobalOptions& global) {
     sub->add_option("--seed", o->seed, "Randomised mode: the first seed (run i uses seed + i)")->capture_default_str();
     sub->add_option("--knob", o->knobs, "Randomised mode: a fault/workload knob NAME=VALUE (as mroce sim)");
     sub->add_flag("--no-shrink", o->no_shrink, "Randomised mode: report a failure without shrinking it");
+    sub->add_option("--test-budget-s", o->test_budget_s,
+                    "Wall-clock seconds a test (a randomised run, shrinking included) may take before the run stops, "
+                    "reporting it failed: catches a DUT that never returns from one call (0: no limit)")
+        ->capture_default_str()
+        ->check(CLI::NonNegativeNumber);
     sub->add_option("--replay", o->replay, "Rerun a scenario a failing randomised run wrote (its .trace) through the monitor");
     return [o, &global] { return run(*o, global); };
 }

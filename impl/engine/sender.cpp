@@ -344,7 +344,7 @@ void Engine::pump(Conn& c) noexcept {
     path_changed(c, uint16_t(p));
   }
   // 2. New segments: streams in round robin [R-CC-9], paths in round robin [R-PATH-8], while the
-  //    connection's credit allows [R-CC-7], [R-CC-8].
+  //    connection's credit allows [R-CC-7], [R-CC-8]; as long as any path has room [R-CC-11].
   if (c.state == ConnState::Closing && c.abort) return;
   const uint32_t nslots = uint32_t(c.streams) + 1;
   const bool limited = rate_limited(c, now_);  // [R-CC-7]: unlimited, only the windows hold new data

@@ -199,7 +199,8 @@ void EndpointState::pump(Connection& c) {
         }
     }
     // 2. New segments: streams in round robin [R-CC-9], paths by the choice policy [R-PATH-8],
-    //    while the connection's credit allows [R-CC-7], [R-CC-8].
+    //    while the connection's credit allows [R-CC-7], [R-CC-8]; as long as any path has room, the
+    //    default of [R-CC-11] (work conservation: nothing pending is held back).
     if (c.state == ConnState::Closing && c.abort) return;
     const uint32_t slots = uint32_t(c.streams) + 1;
     // [R-CC-7]: with no ceiling the credit is held at CREDIT_MAX, so only the windows limit.

@@ -962,8 +962,12 @@ struct Monitor::State {
             require(now + tol(Nanos(base_us) * 1000) >= due, "R-REL-7", who,
                     "retransmission before any loss evidence and before the RTO could expire (" + std::to_string((now - from) / 1000) + " us after the last ACK or send, RTO >= " + std::to_string(base_us) + " us)", {why_frame});
         }
+        // The expiry declares the PSNs then in flight lost. A copy that already went out on the new
+        // route (earlier in this burst: a PSN lost by a gap, held by the window until the expiry
+        // emptied it) was sent after the re-path, so after the expiry: it stays in flight.
         for (auto& o : t.out)
-            if (o.state == PsnState::InFlight) o.state = PsnState::Lost, o.acked_at = now;
+            if (o.state == PsnState::InFlight && !(o.sport == p.udp_sport && o.sport != expired_route))
+                o.state = PsnState::Lost, o.acked_at = now;
         ++t.backoff;
         t.probe_outstanding = false;
         // The re-path itself.

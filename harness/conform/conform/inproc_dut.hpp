@@ -14,7 +14,9 @@ struct InprocOptions {
     uint32_t isn = 0xfffffff0;  // the DUT's ISN (near 2^32: PSNs wrap during tests, [R-CONN-2])
     // A deliberately non-conformant DUT, kept as the suite's canary: "" (none), "ack-lies" (every
     // ACK claims one PSN more than was received), "no-retx-flag" (retransmissions lose RETX),
-    // "ecn" (data sent Not-ECT).
+    // "ecn" (data sent Not-ECT), "livelock" (once it has sent data, its next step never returns:
+    // the failure of a timer that refires at one instant inside one engine call, which only the
+    // runner's wall-clock watchdog can report).
     std::string canary;
     bool ipv6 = false;  // the DUT (and the tester facing it) on IPv6: fd00::2 (fd00::1)
 };
@@ -25,6 +27,8 @@ std::unique_ptr<Dut> make_inproc_dut(const InprocOptions& options = {});
 // not touch); also used by the randomised mode. Whether `canary` names a known canary.
 std::vector<uint8_t> apply_canary(const std::string& canary, std::vector<uint8_t> frame);
 bool known_canary(const std::string& canary);
+// The "livelock" canary's step: never returns once `sent_data` (a no-op for any other canary).
+void canary_step(const std::string& canary, bool sent_data);
 
 // The tester's own address when it faces an in-process DUT.
 model::Address inproc_tester_address(bool ipv6 = false);

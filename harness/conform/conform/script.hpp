@@ -78,6 +78,14 @@ struct Line {
     std::vector<std::string> args;   // bare words after the verb (region names, `on`, ...)
     std::vector<Field> fields;
     std::string as;       // `as NAME`: remember the matched frame's fields as $NAME.field
+    // What a `>` or `> none` line assumes beyond the MUSTs (the monitor judges every frame anyway):
+    //   `should=R-CC-11`   a DUT that follows that SHOULD rule (a work-conserving sender fills its
+    //                      window). Unmet: the test is unsupported without --strict, failed with it.
+    //   `default=R-PATH-5` the spec's default for an implementation choice of [R-CONF-2] (the
+    //                      appendix-B fresh route). Unmet: unsupported, as another choice is allowed.
+    enum class Assumes : uint8_t { Nothing, Should, Default };
+    Assumes assumes = Assumes::Nothing;
+    std::string assumed_rule;  // the requirement ID named by should= / default=
     std::string text;     // the line as written (for reports)
 };
 

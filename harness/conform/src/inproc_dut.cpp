@@ -1,7 +1,9 @@
 // The in-process DUT: mroce::Device over a CaptureIo and a ManualClock.
 #include "conform/inproc_dut.hpp"
 
+#include <chrono>
 #include <deque>
+#include <thread>
 
 #include "codec/ref_codec.hpp"
 #include "io/capture_io.hpp"
@@ -94,6 +96,7 @@ public:
     }
     Micros now() const override { return clock_.now_us(); }
     void run_until(Micros t) override {
+        canary_step(canary_, sent_data_);
         collect();
         if (!out_.empty()) return;
         dev_->advance();  // timers due now
@@ -209,11 +212,16 @@ private:
         throw DutError("no region with handle " + std::to_string(handle));
     }
     void collect() {
-        for (auto& f : io_.take()) out_.push_back({clock_.now_us(), tamper(std::move(f))});
+        for (auto& f : io_.take()) {
+            auto r = ref::decode(f);
+            sent_data_ = sent_data_ || (r.ok() && ref::is_data_opcode(r.packet.opcode));
+            out_.push_back({clock_.now_us(), tamper(std::move(f))});
+        }
     }
     std::vector<uint8_t> tamper(std::vector<uint8_t> f) const { return apply_canary(canary_, std::move(f)); }
 
     std::string canary_;
+    bool sent_data_ = false;
     DutInfo info_;
     io::ManualClock clock_;
     io::CaptureIo io_{4096};
@@ -224,7 +232,14 @@ private:
 
 }  // namespace
 
-bool known_canary(const std::string& c) { return c.empty() || c == "ack-lies" || c == "no-retx-flag" || c == "ecn"; }
+bool known_canary(const std::string& c) {
+    return c.empty() || c == "ack-lies" || c == "no-retx-flag" || c == "ecn" || c == "livelock";
+}
+
+void canary_step(const std::string& canary, bool sent_data) {
+    if (canary != "livelock" || !sent_data) return;
+    for (;;) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+}
 
 std::vector<uint8_t> apply_canary(const std::string& canary, std::vector<uint8_t> f) {
     if (canary.empty()) return f;

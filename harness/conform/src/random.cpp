@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "codec/ref_codec.hpp"
 #include "conform/inproc_dut.hpp"
 #include "lockstep/engine_endpoint.hpp"
 #include "netsim/checks.hpp"
@@ -24,9 +25,12 @@ public:
 
     std::vector<model::Action> handle(model::Time now, const model::Event& event) override {
         if (const auto* r = std::get_if<model::Receive>(&event)) m_.frame(++n_, monitor::Nanos(now) * 1000, r->frame);
+        canary_step(canary_, sent_data_);
         auto actions = in_->handle(now, event);
         for (auto& a : actions)
             if (auto* t = std::get_if<model::Transmit>(&a)) {
+                auto r = ref::decode(t->frame);
+                sent_data_ = sent_data_ || (r.ok() && ref::is_data_opcode(r.packet.opcode));
                 tamper(t->frame);
                 m_.frame(++n_, monitor::Nanos(now) * 1000, t->frame);
             }
@@ -48,6 +52,7 @@ private:
     monitor::Monitor& m_;
     uint64_t& n_;
     std::string canary_;
+    bool sent_data_ = false;
 };
 
 struct Outcome {

@@ -123,7 +123,7 @@ public:
             for (const auto& ln : sc_.lines) {
                 line_ = &ln;
                 step(ln);
-                if (!res_.messages.empty() && res_.outcome == Outcome::Fail) break;
+                if (res_.outcome == Outcome::Fail || cannot_judge_rest_) break;
             }
             line_ = nullptr;
             pump_until(dut_.now() + opt_.linger_us);
@@ -691,10 +691,9 @@ private:
                 Seen& s = seen_[i];
                 if (s.consumed || s.at < prev_ || !matches(ln, s)) continue;  // (earlier frames answer earlier lines)
                 if (none) {
-                    if (s.at >= lo && s.at <= hi) {
-                        fail("a frame the test forbids came at +" + std::to_string(s.at - prev_) + " us: frame " + std::to_string(s.number));
-                        return;
-                    }
+                    if (s.at >= lo && s.at <= hi)
+                        return unmet(ln, "a frame the test forbids came at +" + std::to_string(s.at - prev_) + " us: frame " +
+                                             std::to_string(s.number));
                     continue;
                 }
                 s.consumed = true;
@@ -728,8 +727,26 @@ private:
         for (size_t k = cursor_; k < seen_.size() && k < cursor_ + 6; ++k)
             seen += " frame " + std::to_string(seen_[k].number) + " at +" + std::to_string(int64_t(seen_[k].at) - int64_t(prev_)) +
                     (seen_[k].consumed ? " (matched before)" : "");
-        fail("expected '" + ln.text + "', not seen by +" + std::to_string(hi - prev_) + " us" +
-             (seen.empty() ? std::string(" (the DUT sent nothing since)") : "; the DUT sent:" + seen));
+        unmet(ln, "expected '" + ln.text + "', not seen by +" + std::to_string(hi - prev_) + " us" +
+                      (seen.empty() ? std::string(" (the DUT sent nothing since)") : "; the DUT sent:" + seen));
+    }
+    // An expectation not met. A line that assumes more than the MUSTs (Line::assumes) cannot fail a
+    // DUT that made another allowed choice: the rest of the test, built on it, is then not judged.
+    void unmet(const Line& ln, const std::string& what) {
+        switch (ln.assumes) {
+            case Line::Assumes::Nothing: return fail(what);
+            case Line::Assumes::Should:
+                if (opt_.strict) return fail(what + " [" + ln.assumed_rule + ", a SHOULD]");
+                res_.messages.push_back(where() + what + ": the line assumes a DUT that follows " + ln.assumed_rule +
+                                        " (a SHOULD), which this one does not here; run with --strict to judge it");
+                break;
+            case Line::Assumes::Default:
+                res_.messages.push_back(where() + what + ": the line assumes the default choice of " + ln.assumed_rule +
+                                        "; this DUT made another, which the spec allows ([R-CONF-2])");
+                break;
+        }
+        res_.outcome = Outcome::Unsupported;
+        cannot_judge_rest_ = true;
     }
 
     // ---- the control channel -------------------------------------------------------------------
@@ -1039,6 +1056,7 @@ private:
     std::vector<uint32_t> snxt_;  // tester's next PSN per path, relative to its ISN
     std::vector<TesterRx> rx_;
     bool auto_ack_ = false;
+    bool cannot_judge_rest_ = false;  // a line assuming a SHOULD or a default choice went unmet
     uint64_t ack_delay_us_ = 0;
     uint32_t ce_every_ = 0;
     std::deque<std::pair<Micros, std::vector<uint8_t>>> delayed_;

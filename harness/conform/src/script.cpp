@@ -1,6 +1,7 @@
 // The script parser: one line at a time, every error names the file and line.
 #include "conform/script.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <fstream>
@@ -178,6 +179,18 @@ Field parse_field(std::string_view tok, const Cursor& at) {
     return f;
 }
 
+// R-AREA-N: "R-", capital letters, "-", digits.
+bool is_requirement_id(std::string_view w) {
+    if (!w.starts_with("R-")) return false;
+    w.remove_prefix(2);
+    size_t i = 0;
+    while (i < w.size() && w[i] >= 'A' && w[i] <= 'Z') ++i;
+    if (i == 0 || i + 1 >= w.size() || w[i] != '-') return false;
+    for (++i; i < w.size(); ++i)
+        if (!std::isdigit(static_cast<unsigned char>(w[i]))) return false;
+    return true;
+}
+
 std::vector<std::string> split_words(std::string_view s) {
     std::vector<std::string> out;
     size_t i = 0;
@@ -201,7 +214,7 @@ void parse_header(Script& sc, std::string_view key, std::string_view value, cons
     } else if (key == "requires") {
         if (words.empty()) at.fail("'# requires:' names no requirement");
         for (auto& w : words) {
-            if (!w.starts_with("R-")) at.fail("'" + w + "' is not a requirement ID (R-AREA-N)");
+            if (!is_requirement_id(w)) at.fail("'" + w + "' is not a requirement ID (R-AREA-N)");
             sc.requires_.push_back(w);
         }
     } else if (key == "dut") {
@@ -340,6 +353,18 @@ Script parse_script(std::string_view text, const std::string& path) {
                 if (ln.kind == Line::Kind::Inject || ln.kind == Line::Kind::Expect)
                     at.fail("bare word '" + tok + "': frame lines take name=value fields");
                 ln.args.push_back(tok);
+                continue;
+            }
+            if (tok.starts_with("should=") || tok.starts_with("default=")) {
+                const bool should = tok[0] == 's';
+                const std::string key = should ? "should=" : "default=";
+                if (ln.kind != Line::Kind::Expect && ln.kind != Line::Kind::ExpectNone) at.fail("'" + key + "' marks a '>' line only");
+                if (ln.assumes != Line::Assumes::Nothing) at.fail("a line assumes one rule at most (should= or default=)");
+                ln.assumes = should ? Line::Assumes::Should : Line::Assumes::Default;
+                ln.assumed_rule = tok.substr(key.size());
+                if (!is_requirement_id(ln.assumed_rule)) at.fail("'" + ln.assumed_rule + "' is not a requirement ID (R-AREA-N)");
+                if (should && std::find(sc.requires_.begin(), sc.requires_.end(), ln.assumed_rule) == sc.requires_.end())
+                    sc.requires_.push_back(ln.assumed_rule);
                 continue;
             }
             Field f = parse_field(tok, at);

@@ -1,6 +1,7 @@
 // The script parser: what it accepts, and the one-line error (file:line) for what it does not.
 #include <gtest/gtest.h>
 
+#include "conform/inproc_dut.hpp"
 #include "conform/runner.hpp"
 #include "conform/script.hpp"
 
@@ -87,6 +88,28 @@ TEST(Script, ErrorsNameFileAndLine) {
     expect_error(h + "0 < WRITE\x01\n", 3, "control character");
 }
 
+TEST(Script, ALineNamesWhatItAssumes) {
+    const Script s = parse_script("# id: X\n# requires: R-CC-3\n* > WRITE psn=5 should=R-CC-11 as w\n"
+                                  "0..9 > none data default=R-PATH-5\n* > WRITE psn=6\n",
+                                  "t.mcs");
+    ASSERT_EQ(s.lines.size(), 3u);
+    EXPECT_EQ(s.lines[0].assumes, Line::Assumes::Should);
+    EXPECT_EQ(s.lines[0].assumed_rule, "R-CC-11");
+    EXPECT_EQ(s.lines[0].as, "w");
+    EXPECT_EQ(s.lines[1].assumes, Line::Assumes::Default);
+    EXPECT_EQ(s.lines[1].assumed_rule, "R-PATH-5");
+    EXPECT_EQ(s.lines[2].assumes, Line::Assumes::Nothing);
+    EXPECT_TRUE(s.lines[0].fields.size() == 1 && s.lines[1].fields.empty());  // markers are not frame fields
+    // A SHOULD a line assumes is among the test's requirements; a default choice is not.
+    EXPECT_EQ(s.requires_, (std::vector<std::string>{"R-CC-3", "R-CC-11"}));
+    const std::string h = "# id: X\n# requires: R-ACK-2\n";
+    expect_error(h + "0 < WRITE should=R-CC-11\n", 3, "marks a '>' line only");
+    expect_error(h + "0 ! write should=R-CC-11\n", 3, "marks a '>' line only");
+    expect_error(h + "* > WRITE should=R-CC-11 default=R-PATH-5\n", 3, "one rule at most");
+    expect_error(h + "* > WRITE should=CC-11\n", 3, "not a requirement ID");
+    expect_error(h + "* > WRITE default=R-PATH-\n", 3, "not a requirement ID");
+}
+
 TEST(Script, LoadNamesAMissingFile) {
     try {
         load_script("/nonexistent/x.mcs");
@@ -144,6 +167,48 @@ TEST(Runner, ALivelockedDutFailsTheTestInsteadOfHanging) {
     EXPECT_NE(r.messages[0].find("livelock"), std::string::npos) << r.messages[0];
     EXPECT_NE(r.messages[0].find("t.mcs:4"), std::string::npos) << r.messages[0];
     EXPECT_LE(dut.steps, 1001u);  // stopped at the cap, not run on
+}
+
+// What a line assumes, against our engine: a frame that never comes, asked for plainly, fails the
+// test; asked for as a SHOULD it makes the test unsupported (failed under --strict, naming the
+// rule); a `> none` that assumes a default choice is unsupported when the DUT chose otherwise.
+TestResult run_inproc(const std::string& body, bool strict) {
+    const Script sc = parse_script("# id: T-ASSUME\n# title: t\n# requires: R-CC-3\n"
+                                   "connect tester paths=1 streams=1 maxpay=1024\nmr src 65536 local\n"
+                                   "0 ! write stream=0 wr=1 mr=src len=2048 rva=0x1000 rkey=0x100\n" + body,
+                                   "t.mcs");
+    auto dut = make_inproc_dut();
+    RunOptions o;
+    o.strict = strict;
+    o.tester = inproc_tester_address();
+    return run_script(sc, *dut, o);
+}
+
+TEST(Runner, AnUnmetShouldLineIsUnsupportedUnlessStrict) {
+    const std::string met = "+0 > WRITE path=0 psn=1\n";
+    EXPECT_EQ(run_inproc(met, false).outcome, Outcome::Pass);
+    const TestResult plain = run_inproc(met + "+0..100 > WRITE path=0 psn=5\n", false);
+    EXPECT_EQ(plain.outcome, Outcome::Fail);
+    const TestResult lax = run_inproc(met + "+0..100 > WRITE path=0 psn=5 should=R-CC-11\n+0 > WRITE path=0 psn=6\n", false);
+    EXPECT_EQ(lax.outcome, Outcome::Unsupported);
+    ASSERT_FALSE(lax.messages.empty());
+    EXPECT_NE(lax.messages[0].find("--strict"), std::string::npos) << lax.messages[0];
+    EXPECT_EQ(lax.messages.size(), 1u);  // the rest of the test did not run
+    const TestResult strict = run_inproc(met + "+0..100 > WRITE path=0 psn=5 should=R-CC-11\n", true);
+    EXPECT_EQ(strict.outcome, Outcome::Fail);
+    ASSERT_FALSE(strict.messages.empty());
+    EXPECT_NE(strict.messages[0].find("[R-CC-11, a SHOULD]"), std::string::npos) << strict.messages[0];
+}
+
+TEST(Runner, AnotherAllowedChoiceThanTheDefaultIsUnsupported) {
+    const std::string forbids = "+0..5 > none data default=R-PATH-8\n";
+    for (bool strict : {false, true}) {
+        const TestResult r = run_inproc(forbids, strict);
+        EXPECT_EQ(r.outcome, Outcome::Unsupported) << strict;
+        ASSERT_FALSE(r.messages.empty());
+        EXPECT_NE(r.messages[0].find("default choice of R-PATH-8"), std::string::npos) << r.messages[0];
+    }
+    EXPECT_EQ(run_inproc("+0..5 > none data\n", false).outcome, Outcome::Fail);
 }
 
 }  // namespace
