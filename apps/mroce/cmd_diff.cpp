@@ -1,10 +1,12 @@
-// `mroce diff [--minutes N | --runs N] [--seed S] [--trace-dir D]`: generated scenarios (all fault
-// profiles of lockstep::diff_knobs, run i uses seed + i and profile i mod kProfiles) run through the
-// model and the engine in lockstep. A progress line on stderr; a summary with the requirement IDs
-// the campaign exercised; exit 1 on the first divergence, after shrinking it and writing its trace.
+// `mroce diff [--minutes N | --runs N] [--seed S] [--trace-dir D] [--canary]`: generated scenarios
+// (all fault profiles of lockstep::diff_knobs, run i uses seed + i and profile i mod kProfiles) run
+// through the model and the engine in lockstep. A progress line on stderr; a summary with the
+// requirement IDs the campaign exercised; exit 1 on the first divergence, after shrinking it,
+// writing its trace and printing the `mroce replay` command that reproduces it.
 #include "cmd_diff.hpp"
 
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -26,6 +28,13 @@ struct DiffCliOptions {
 };
 
 int run_diff(const DiffCliOptions& o, const GlobalOptions& g) {
+  // Checked before the campaign, not after an hour of it when a divergence has to be written.
+  std::error_code ec;
+  std::filesystem::create_directories(o.trace_dir, ec);
+  if (ec || !std::filesystem::is_directory(o.trace_dir)) {
+    std::cerr << "mroce diff: cannot use trace directory " << o.trace_dir << "\n";
+    return kExitMisuse;
+  }
   using clock = std::chrono::steady_clock;
   const auto start = clock::now();
   const auto deadline = start + std::chrono::duration_cast<clock::duration>(std::chrono::duration<double>(o.minutes * 60));
@@ -49,8 +58,13 @@ int run_diff(const DiffCliOptions& o, const GlobalOptions& g) {
       const auto shrunk = lockstep::shrink_divergence(gen.scenario, opt);
       const auto again = lockstep::run_differential(shrunk, opt);
       div = again.divergence ? again.divergence : r.divergence;
-      trace_path = o.trace_dir + "/diff_seed" + std::to_string(seed) + ".trace";
-      std::ofstream(trace_path) << lockstep::divergence_trace(shrunk, opt);
+      trace_path = (std::filesystem::path(o.trace_dir) / ("diff_seed" + std::to_string(seed) + ".trace")).string();
+      std::ofstream out(trace_path);
+      out << lockstep::divergence_trace(shrunk, opt);
+      if (!out) {
+        std::cerr << "mroce diff: cannot write " << trace_path << "\n";
+        return kExitMisuse;
+      }
       break;
     }
     if (clock::now() - last_progress > std::chrono::seconds(1)) {
@@ -66,9 +80,13 @@ int run_diff(const DiffCliOptions& o, const GlobalOptions& g) {
   std::string ids;
   for (const auto& r : reqs) ids += (ids.empty() ? "" : " ") + r;
   std::cout << "requirements exercised: " << ids << "\n";
+  std::string replay_cmd;
   if (div) {
-    std::cout << div->text() << "\ntrace: " << trace_path << "\nreplay: " << g.program << " replay --engine "
-              << trace_path << "   (or: lockstep_replay " << (o.canary ? "--canary " : "") << trace_path << ")\n";
+    // The divergence is between model and engine, so only the lockstep replay reproduces it; a
+    // planted canary bug has to be planted again.
+    replay_cmd = shell_word(g.program) + " replay --engine lockstep " + (o.canary ? "--canary " : "") +
+                 shell_word(trace_path);
+    std::cout << div->text() << "\ntrace: " << trace_path << "\nreplay: " << replay_cmd << "\n";
   } else {
     std::cout << "no divergence\n";
   }
@@ -78,6 +96,7 @@ int run_diff(const DiffCliOptions& o, const GlobalOptions& g) {
                      {"requirements", std::vector<std::string>(reqs.begin(), reqs.end())}};
     if (div) {
       j["trace"] = trace_path;
+      j["replay"] = replay_cmd;
       j["divergence"] = div->text();
     }
     std::cout << j.dump() << "\n";
@@ -87,7 +106,7 @@ int run_diff(const DiffCliOptions& o, const GlobalOptions& g) {
 
 }  // namespace
 
-int replay_differential(const std::string& path, bool json) {
+int replay_differential(const std::string& path, bool canary, bool json) {
   std::ifstream in(path);
   std::stringstream buf;
   buf << in.rdbuf();
@@ -95,19 +114,21 @@ int replay_differential(const std::string& path, bool json) {
     std::cerr << "mroce replay: cannot read " << path << "\n";
     return kExitMisuse;
   }
+  lockstep::DiffOptions opt;
+  if (canary) opt.canary = lockstep::Canary::DropFirstRetx;
   lockstep::DiffResult r;
   try {
-    r = lockstep::replay_trace_text(buf.str());
+    r = lockstep::replay_trace_text(buf.str(), opt);
   } catch (const std::exception& e) {
     std::cerr << "mroce replay: " << path << ": " << e.what() << "\n";
     return kExitMisuse;
   }
-  std::cout << "replay " << path << " (model and engine in lockstep)\n"
+  std::cout << "replay " << path << " (model and engine in lockstep" << (canary ? ", canary planted" : "") << ")\n"
             << (r.divergence ? r.divergence->text() : std::string("in step")) << "\n"
             << r.stats.frames << " frames compared\n";
   if (json) {
-    nlohmann::json j{{"command", "replay"}, {"engine", "lockstep"}, {"diverged", r.divergence.has_value()},
-                     {"frames", r.stats.frames}};
+    nlohmann::json j{{"command", "replay"},  {"engine", "lockstep"},        {"canary", canary},
+                     {"diverged", r.divergence.has_value()}, {"frames", r.stats.frames}};
     if (r.divergence) j["divergence"] = r.divergence->text();
     std::cout << j.dump() << "\n";
   }

@@ -1,6 +1,7 @@
 // `mroce replay FILE`: reruns a harness trace (harness/README.md "Trace format") and reports
 // whether the rerun reproduces the recorded events and passes the trace's checks. The
-// implementation that runs it is chosen by name (engines.hpp): today only the executable model.
+// implementation that runs it is chosen by name (engines.hpp): the executable model, the engine, or
+// both in lockstep (which compares them with each other instead of with the recorded events).
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -20,6 +21,7 @@ struct ReplayOptions {
     std::string file;
     std::string engine = "model";
     std::string save;  // write the rerun's whole trace here
+    bool canary = false;  // lockstep only: plant the test-only engine bug of `mroce diff --canary`
 };
 
 int run_replay(const ReplayOptions& o, const GlobalOptions& global) {
@@ -112,11 +114,25 @@ Runner add_replay(CLI::App& app, const GlobalOptions& global) {
         ->capture_default_str()
         ->check(CLI::IsMember(engine_names()));
     sub->add_option("--save", o->save, "Write the rerun's whole trace (events, verdict) to FILE");
+    sub->add_flag("--canary", o->canary,
+                  "With --engine lockstep: plant the test-only engine bug of `mroce diff --canary` (drop "
+                  "the first retransmission), to reproduce a divergence that campaign found");
     sub->footer(
         "Exit status: 0 when the rerun reproduces the recorded events (if any) and passes the "
-        "trace's checks, 1 otherwise, 2 for an unreadable or malformed trace.");
+        "trace's checks (lockstep: when model and engine agree), 1 otherwise, 2 for an unreadable "
+        "or malformed trace.");
     return [o, &global]() {
-        if (o->engine == "lockstep") return replay_differential(o->file, global.json);
+        if (o->engine == "lockstep") {
+            if (!o->save.empty()) {
+                std::cerr << "mroce replay: --save needs --engine model or engine\n";
+                return kExitMisuse;
+            }
+            return replay_differential(o->file, o->canary, global.json);
+        }
+        if (o->canary) {
+            std::cerr << "mroce replay: --canary needs --engine lockstep\n";
+            return kExitMisuse;
+        }
         return run_replay(*o, global);
     };
 }

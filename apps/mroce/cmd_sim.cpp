@@ -131,7 +131,7 @@ int run_sim(const SimOptions& o, const GlobalOptions& global) {
                 if (!out) {
                     std::cerr << "mroce sim: cannot write " << file << "\n";
                 } else {
-                    const std::string cmd = global.program + " replay " + file;
+                    const std::string cmd = shell_word(global.program) + " replay " + shell_word(file);
                     std::cout << "  trace: " << file << "\n  replay: " << cmd << "\n";
                     f["trace"] = file;
                     f["replay"] = cmd;

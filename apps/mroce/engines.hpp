@@ -1,6 +1,5 @@
-// The transport implementations the CLI can drive through the harness, by name. Only the executable
-// model for now; the fast engine's harness adapter registers here too (for `mroce replay --engine`
-// and a differential replay), without touching the subcommands.
+// The transport implementations the CLI can drive through the harness, by name: the executable
+// model and the fast engine (through its harness adapter, lockstep::engine_factory).
 #pragma once
 
 #include <optional>

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Checks the contract every mroce subcommand keeps (DEVELOPERS.md "Every CLI has ...").
+# Checks the contract every mroce subcommand keeps (README.md, "The `mroce` command": --help, one
+# line and exit 2 on misuse, --json ends with one JSON object).
 set -u
 bin=$1
 fails=0

@@ -1,8 +1,9 @@
 // Everything an endpoint process needs for packet I/O, from command-line options: EAL, one mbuf
 // pool, one port per plane (each with its Pump), per-plane impairment stages, a pcap writer and
-// the addressing. The engine plugs in with, per plane p:
+// the addressing. The engine plugs in through EnginePort (engine_port.hpp), which drives the pumps;
+// a raw tool drives them itself, per plane p:
 //
-//     io.pump(p).poll([&](rte_mbuf** pkts, uint16_t n) { engine.on_frames(p, pkts, n); }, now);
+//     io.pump(p).poll([&](rte_mbuf** pkts, uint16_t n) { /* owns the mbufs */ }, now);
 //     io.pump(p).send(frames, n, now);   // frames built in place: alloc_mbuf(io.pool()) + append
 //     io.pump(p).service(now);           // releases frames the tx impairment held back
 #pragma once

@@ -10,6 +10,10 @@
 
 #include "lockstep/differential.hpp"
 
+#ifndef MROCE_LOCKSTEP_REPLAY
+#define MROCE_LOCKSTEP_REPLAY "lockstep_replay"
+#endif
+
 using namespace mroce;
 
 namespace {
@@ -57,7 +61,7 @@ TEST(Diff, R_CONF_1_EngineMatchesModelOnGeneratedScenarios) {
   const std::string path = write_regression("diff_" + std::to_string(shrunk.seed), lockstep::divergence_trace(shrunk, {}));
   ADD_FAILURE() << (r.divergence ? r.divergence->text() : "(shrunk scenario no longer diverges)")
                 << "\nshrunk to " << shrunk.workload.ops.size() << " ops; trace written to " << path
-                << "\nreplay: lockstep_replay " << path;
+                << "\nreplay: " << MROCE_LOCKSTEP_REPLAY << " " << path;
 }
 
 // The canary: a planted engine bug (the adapter drops the engine's first retransmission) must be
