@@ -26,7 +26,7 @@ struct ConformOptions {
     std::string canary;
     std::vector<std::string> scripts;
     std::vector<std::string> only;
-    bool strict = false, list = false, progress = true;
+    bool strict = false, list = false, progress = true, assume_defaults = false;
     std::string junit, out_dir = "mroce-conform";
     double tolerance_us = -1;
     double late_us = -1, late_prop = -1;
@@ -231,6 +231,7 @@ int run(const ConformOptions& o, const GlobalOptions& g) {
 
     conform::RunOptions ro;
     ro.strict = o.strict;
+    ro.assume_defaults = o.assume_defaults;
     ro.tolerance_us = o.tolerance_us;
     ro.late_us = o.late_us;
     ro.late_prop = o.late_prop;
@@ -356,6 +357,9 @@ Runner add_conform(CLI::App& app, const GlobalOptions& global) {
     sub->add_option("scripts", o->scripts, "Script files or folders (default: traces/conformance)");
     sub->add_option("--only", o->only, "Only tests whose ID or requirement matches this glob (R-ACK-*, ...)");
     sub->add_flag("--strict", o->strict, "Also run the SHOULD-level tests and checks");
+    sub->add_flag("--assume-defaults", o->assume_defaults,
+                  "Fail (not unsupported) a test whose line assumes the spec's default for an implementation choice "
+                  "(default=): for a DUT that makes the defaults, as our engine does");
     sub->add_flag("--list", o->list, "List the tests and the requirements they check; run nothing");
     sub->add_option("--junit", o->junit, "Write a JUnit XML report (testcase = test ID)");
     sub->add_option("--out", o->out_dir, "Folder for each test's pcap and canonical trace ('' for none)")->capture_default_str();

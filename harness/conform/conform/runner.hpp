@@ -37,6 +37,10 @@ struct RunOptions {
     uint64_t timeout_us = 50000;   // a test's default time limit (its `# timeout:` overrides)
     uint64_t linger_us = 300;      // the DUT runs on this long after the last line
     bool strict = false;           // run SHOULD-level tests and checks
+    // Judge the lines that assume the spec's default choice (`default=`) as requirements: for a
+    // DUT that makes the defaults (our engine, like the model). Otherwise such a line, unmet, makes
+    // the test unsupported.
+    bool assume_defaults = false;
     std::string out_dir;           // per-test pcap and canonical trace ("" to keep none)
     model::Address tester;         // the tester's MAC and IP
     uint32_t tester_isn = 0xffffffe0;

@@ -741,6 +741,7 @@ private:
                                         " (a SHOULD), which this one does not here; run with --strict to judge it");
                 break;
             case Line::Assumes::Default:
+                if (opt_.assume_defaults) return fail(what + " [the default choice of " + ln.assumed_rule + ", which the DUT claims to make]");
                 res_.messages.push_back(where() + what + ": the line assumes the default choice of " + ln.assumed_rule +
                                         "; this DUT made another, which the spec allows ([R-CONF-2])");
                 break;

@@ -172,7 +172,7 @@ TEST(Runner, ALivelockedDutFailsTheTestInsteadOfHanging) {
 // What a line assumes, against our engine: a frame that never comes, asked for plainly, fails the
 // test; asked for as a SHOULD it makes the test unsupported (failed under --strict, naming the
 // rule); a `> none` that assumes a default choice is unsupported when the DUT chose otherwise.
-TestResult run_inproc(const std::string& body, bool strict) {
+TestResult run_inproc(const std::string& body, bool strict, bool assume_defaults = false) {
     const Script sc = parse_script("# id: T-ASSUME\n# title: t\n# requires: R-CC-3\n"
                                    "connect tester paths=1 streams=1 maxpay=1024\nmr src 65536 local\n"
                                    "0 ! write stream=0 wr=1 mr=src len=2048 rva=0x1000 rkey=0x100\n" + body,
@@ -180,6 +180,7 @@ TestResult run_inproc(const std::string& body, bool strict) {
     auto dut = make_inproc_dut();
     RunOptions o;
     o.strict = strict;
+    o.assume_defaults = assume_defaults;
     o.tester = inproc_tester_address();
     return run_script(sc, *dut, o);
 }
@@ -209,6 +210,11 @@ TEST(Runner, AnotherAllowedChoiceThanTheDefaultIsUnsupported) {
         EXPECT_NE(r.messages[0].find("default choice of R-PATH-8"), std::string::npos) << r.messages[0];
     }
     EXPECT_EQ(run_inproc("+0..5 > none data\n", false).outcome, Outcome::Fail);
+    // A run told that the DUT makes the defaults (our engine in CI) fails it.
+    const TestResult told = run_inproc(forbids, false, true);
+    EXPECT_EQ(told.outcome, Outcome::Fail);
+    ASSERT_FALSE(told.messages.empty());
+    EXPECT_NE(told.messages[0].find("which the DUT claims to make"), std::string::npos) << told.messages[0];
 }
 
 }  // namespace
