@@ -411,7 +411,7 @@ Address peer_address(const dpdk::PlaneAddr& a) {
 
 class Progress {
 public:
-    Progress(bool on, std::string label) : on_(on && isatty(2) >= 0), label_(std::move(label)) {}
+    Progress(bool on, std::string label) : on_(on && isatty(2) == 1), label_(std::move(label)) {}
     void tick(uint64_t now_us, uint64_t start_us, uint64_t bytes, uint64_t target, uint64_t retx) {
         if (!on_ || now_us < next_) return;
         next_ = now_us + 500000;
@@ -475,11 +475,18 @@ json run_loopback(const LoopbackParams& p) {
     }
     o.ip = ips;
     o.peer_ip.clear();
+    // net_ring ports have no MAC of their own: give each end one, so a capture shows who sent what.
+    const std::string mac_a = "02:00:00:00:00:0a", mac_b = "02:00:00:00:00:0b";
     for (uint16_t k = 0; k < p.planes; ++k) {
         o.peer_ip.push_back("198.18.0.2");
         o.peer_ip.push_back("198.18.0.1");
+        o.mac.insert(o.mac.end(), {mac_a, mac_b});
+        o.peer_mac.insert(o.peer_mac.end(), {mac_b, mac_a});
     }
     dpdk::IoContext ctx(o);
+    // Both ends share one capture: a tap at A's ports only (both directions as A sees them), so each
+    // frame is recorded once and `mroce check --at 198.18.0.1` judges A fully.
+    for (uint16_t k = 0; k < p.planes; ++k) ctx.pump(2 * k + 1).set_pcap(nullptr);
     std::vector<size_t> pa, pb;
     for (uint16_t k = 0; k < p.planes; ++k) {
         pa.push_back(2 * k);
@@ -832,16 +839,27 @@ Runner add_perf(CLI::App& app, const GlobalOptions& global) {
         ->check(CLI::IsMember({"loopback", "server", "client"}))
         ->capture_default_str();
     sub->add_option("--op", o->op, "write | send | read | mixed")->capture_default_str();
-    sub->add_option("-s,--size", o->size, "Message size in bytes")->capture_default_str();
+    sub->add_option("-s,--size", o->size, "Message size in bytes")->capture_default_str()->check(CLI::Range(uint64_t(1), uint64_t(1) << 30));
     sub->add_option("-n,--iters", o->iters, "Messages to move (default: 1 GiB worth in loopback, 10000 otherwise)");
-    sub->add_option("-D,--duration", o->duration, "Run for this many seconds instead of -n");
-    sub->add_option("-t,--tx-depth", o->depth, "Messages outstanding")->capture_default_str();
-    sub->add_option("--paths", o->paths, "Paths offered")->capture_default_str();
-    sub->add_option("--streams", o->streams, "Streams offered")->capture_default_str();
-    sub->add_option("--planes", o->planes, "Loopback: ring planes")->capture_default_str();
-    sub->add_option("-m,--max-payload", o->mtu_payload, "Max payload per packet (default 4096 loopback, 1024 ports)");
-    sub->add_option("--loss", o->loss, "Random loss in percent on every port's rx (our impairment layer)");
-    sub->add_option("--timeout", o->timeout, "Server/client: give up after this many seconds")->capture_default_str();
+    sub->add_option("-D,--duration", o->duration, "Run for this many seconds instead of -n")->check(CLI::NonNegativeNumber);
+    sub->add_option("-t,--tx-depth", o->depth, "Messages outstanding")->capture_default_str()->check(CLI::Range(1, 65536));
+    sub->add_option("--paths", o->paths, "Paths offered (1..256, [R-HDR-26])")->capture_default_str()->check(CLI::Range(1, 256));
+    sub->add_option("--streams", o->streams, "Streams offered (1..65535, [R-HDR-26])")->capture_default_str()->check(CLI::Range(1, 65535));
+    sub->add_option("--planes", o->planes, "Loopback: ring planes")->capture_default_str()->check(CLI::Range(1, 16));
+    sub->add_option("-m,--max-payload", o->mtu_payload, "Max payload per packet (default 4096 loopback, 1024 ports)")
+        ->check(CLI::Validator(
+            [](std::string& v) -> std::string {
+                unsigned long n = 0;
+                try {
+                    n = std::stoul(v);
+                } catch (const std::exception&) {
+                    return "not a number";
+                }
+                return n >= 256 && n <= 8192 && n % 64 == 0 ? "" : "must be 256..8192 and a multiple of 64 [R-HDR-26]";
+            },
+            "256..8192, a multiple of 64"));
+    sub->add_option("--loss", o->loss, "Random loss in percent on every port's rx (our impairment layer)")->check(CLI::Range(0.0, 100.0));
+    sub->add_option("--timeout", o->timeout, "Server/client: give up after this many seconds")->capture_default_str()->check(CLI::PositiveNumber);
     sub->add_option("--peer-timeout-us", o->peer_timeout_us, "Server/client: the engine's peer timeout (default: its own)");
     sub->add_option("--rto-min-us", o->rto_min_us, "Server/client: the engine's minimum RTO (0: the spec's 100 µs)")->capture_default_str();
     sub->add_option("--pto-min-us", o->pto_min_us, "Server/client: the engine's minimum tail-probe timeout (0: the spec's 20 µs)")->capture_default_str();

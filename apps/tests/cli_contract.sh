@@ -84,6 +84,34 @@ echo "$err" | grep -q "no MRoCE frames"; expect "check: another protocol is name
 check check-json 1 "$bin" --json check "$(dirname "$0")/../../tools/wireshark/testdata/mroce_all_opcodes.pcap"
 printf '%s\n' "$out" | tail -n 1 | python3 -c 'import json,sys; o=json.loads(sys.stdin.read()); assert "conformant" in o'
 expect "check --json: last line is a JSON object (a synthetic capture: violations, exit 1)" $?
+# perf and demo: out-of-range numbers get one line naming the option and exit 2 (issue 17: these
+# once died of SIGFPE, hung, or failed later with "Device::open: InvalidArgument").
+for args in "perf -s 0 -q" "perf loopback -t 0 -n 1 -q" "perf loopback --paths 0 -q" "perf loopback --paths 1000 -q" \
+            "perf loopback --streams 0 -q" "perf loopback -m 100 -q" "perf loopback --loss 200 -q" "demo --mib 0"; do
+    read -r -a words <<<"$args"
+    check "bad: $args" 2 "$bin" "${words[@]}"
+    [ "$(printf '%s\n' "$err" | wc -l)" = 1 ]; expect "$args: one stderr line" $?
+    echo "$err" | grep -q -- "--"; expect "$args: names the option" $?
+done
+# A small loopback run with a capture: progress lines (\r) only on a terminal, and each frame
+# recorded once, with the ends' MACs (both ends share the process: the tap is at A's ports, so A's
+# data frames in the capture are exactly its data packets plus its retransmissions).
+check perf-loopback-pcap 0 "$bin" --json perf loopback -n 64 -s 4096 --file-prefix cli-$$ --pcap "$tmp/lp.pcap"
+! printf '%s' "$err" | grep -q $'\r'; expect "perf: no progress line when stderr is not a terminal" $?
+printf '%s\n' "$out" | tail -n 1 >"$tmp/lp.json"
+tshark -r "$tmp/lp.pcap" -X lua_script:"$(dirname "$0")/../../tools/wireshark/mroce.lua" -T fields \
+    -e eth.src -e mroce.bth.opcode 2>/dev/null >"$tmp/lp.txt"
+python3 - "$tmp/lp.json" "$tmp/lp.txt" <<'PY'
+import json, sys
+o = json.load(open(sys.argv[1]))
+rows = [l.split("\t") for l in open(sys.argv[2]).read().splitlines() if l]
+assert rows, "no frames"
+assert all(src not in ("00:00:00:00:00:00", "") for src, _ in rows), "a zero MAC"
+a_data = sum(1 for src, op in rows if src == "02:00:00:00:00:0a" and int(op, 16) <= 0x05)
+want = o["data_packets"] + o["retransmissions"]
+assert a_data == want, f"A's data frames in the capture: {a_data}, sent: {want}"
+PY
+expect "perf loopback --pcap: every frame once, real MACs" $?
 rm -rf "$tmp"
 
 rm -f /tmp/cli_err.$$

@@ -309,7 +309,7 @@ struct Monitor::State {
     std::set<Ip> seen, full_set;
     std::vector<std::unique_ptr<Conn>> conns;
     std::map<std::pair<Ip, uint32_t>, Conn*> by_local;  // (endpoint, its connection ID)
-    std::map<Ip, uint32_t> last_ts;  // the latest timestamp each endpoint sent [R-HDR-6]
+    std::map<std::pair<Ip, uint16_t>, uint32_t> last_ts;  // the latest timestamp each endpoint sent per route [R-HDR-6]
 
     // The frame being judged.
     uint64_t number = 0;
@@ -571,10 +571,14 @@ struct Monitor::State {
                     "the frame is not the canonical encoding of its own fields");
         }
         // [R-HDR-6]: the sender's clock, so its timestamps never go backwards. A repeated ACCEPT is
-        // the first one again, byte for byte ([R-CONN-4], A-28): exempt.
+        // the first one again, byte for byte ([R-CONN-4], A-28): exempt. Capture order is send
+        // order only within one queue: frames of different routes (UDP source ports) cross
+        // different ECMP routes and planes, and a tap that merges an endpoint's plane ports (or one
+        // far from it) interleaves them, so the timestamps of one route are compared.
         const bool repeated_accept = p.opcode == Opcode::Accept && by_local.count({src, p.scid});
+        const uint16_t route = p.udp_sport;
         if (repeated_accept) {
-        } else if (auto [it, fresh] = last_ts.try_emplace(src, p.timestamp); !fresh) {
+        } else if (auto [it, fresh] = last_ts.try_emplace({src, route}, p.timestamp); !fresh) {
             require(!slt(p.timestamp, it->second), "R-HDR-6", src,
                     "timestamp " + std::to_string(p.timestamp) + " earlier than the sender's previous " + std::to_string(it->second));
             it->second = p.timestamp;

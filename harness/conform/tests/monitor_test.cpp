@@ -156,6 +156,25 @@ void gap_loss_then_rto(Talk& k, std::initializer_list<uint32_t> retransmit_order
     }
 }
 
+// [R-HDR-6] is judged per route: a tap that merges an endpoint's plane ports (or sits across the
+// network) sees frames of different routes reordered, never those of one route.
+TEST(Monitor, TimestampsNeverGoBackOnOneRoute) {
+    for (bool same_route : {true, false}) {
+        Talk k;
+        k.setup(2);
+        k.t = 50'000;
+        auto later = k.base(true, Opcode::Probe, 0);
+        later.flags = ref::kFlagAr;
+        k.send(later);
+        auto earlier = k.base(true, Opcode::Probe, same_route ? 0 : 1);
+        earlier.flags = ref::kFlagAr;
+        earlier.timestamp = later.timestamp - 20;  // built before, captured after
+        k.send(earlier);
+        auto r = k.rules();
+        EXPECT_EQ(std::find(r.begin(), r.end(), "R-HDR-6") != r.end(), same_route) << same_route;
+    }
+}
+
 // Virtual time, A judged alone (the runner's view: the tester's ACKs may report a loss).
 Config virtual_at_a() {
     Config c = Talk::cfg();
