@@ -32,6 +32,7 @@
 
 namespace mroce::engine {
 
+using core::SackBitmap256;
 using core::serial_le;
 using core::serial_lt;
 
@@ -106,7 +107,7 @@ static_assert(sizeof(Rec) == 32);
 // bitmaps relative to SUNA (bit j: PSN SUNA + j).
 struct Block {
   Rec rec[256];
-  Bits256 acked, lost, inflight, retx, rnr;
+  SackBitmap256 acked, lost, inflight, retx, rnr;
   uint16_t txo_head = kNil16, txo_tail = kNil16;
   uint16_t n_inflight = 0, n_lost = 0, n_rnr = 0;
 };
