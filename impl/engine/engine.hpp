@@ -24,15 +24,25 @@
 #include <vector>
 
 #include "codec/fast_codec.hpp"
+#include "core/bit_span.hpp"
+#include "core/hash_map.hpp"
+#include "core/pool.hpp"
 #include "core/sack_bitmap.hpp"
+#include "core/sentinel.hpp"
 #include "core/serial.hpp"
-#include "engine/support.hpp"
+#include "core/timer_wheel.hpp"
 #include "io/packet_io.hpp"
 #include "mroce/mroce.hpp"
 
 namespace mroce::engine {
 
+using core::BitSpan;
+using core::HashMap;
+using core::kNever;
+using core::kNone;
+using core::Pool;
 using core::SackBitmap256;
+using core::TimerWheel;
 using core::serial_le;
 using core::serial_lt;
 

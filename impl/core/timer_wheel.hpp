@@ -1,157 +1,22 @@
-// Data-path building blocks of the engine: variable-length bitmaps, fixed pools, an open-addressing hash
-// map and a hierarchical timer wheel. None allocates after construction.
+// A hierarchical timer wheel holding one exact deadline per owner. Allocates only in init().
+// Checked against a std::multimap of deadlines by properties/core/timer_wheel_test.cpp.
 #pragma once
 
 #include <bit>
 #include <cstdint>
-#include <cstring>
 #include <memory>
 
-namespace mroce::engine {
+#include "core/sentinel.hpp"
 
-inline constexpr uint32_t kNone = 0xFFFFFFFFu;
-inline constexpr uint64_t kNever = UINT64_MAX;
+namespace mroce::core {
 
-// ---- variable-length bitmap over caller storage (per-connection path and stream sets) -------------
-
-struct BitSpan {
-  uint64_t* w = nullptr;
-  uint32_t bits = 0;
-  uint32_t count = 0;  // set bits, kept by put()
-
-  uint32_t words() const noexcept { return (bits + 63) / 64; }
-  bool test(uint32_t j) const noexcept { return (w[j >> 6] >> (j & 63)) & 1u; }
-  void put(uint32_t j, bool v) noexcept {
-    const uint64_t m = uint64_t{1} << (j & 63);
-    uint64_t& x = w[j >> 6];
-    if (((x & m) != 0) == v) return;
-    x ^= m;
-    if (v)
-      ++count;
-    else
-      --count;
-  }
-  bool any() const noexcept { return count != 0; }
-  // Lowest set bit at or after j, or kNone.
-  uint32_t next(uint32_t j) const noexcept {
-    const uint32_t n = words();
-    while (j < bits) {
-      const uint64_t m = w[j >> 6] & (~uint64_t{0} << (j & 63));
-      if (m) {
-        const uint32_t r = (j & ~63u) + uint32_t(std::countr_zero(m));
-        return r < bits ? r : kNone;
-      }
-      j = (j & ~63u) + 64;
-      if ((j >> 6) >= n) break;
-    }
-    return kNone;
-  }
-  // First set bit at or after `start`, wrapping around (round robin); kNone when empty.
-  uint32_t next_cyclic(uint32_t start) const noexcept {
-    const uint32_t a = next(start);
-    if (a != kNone) return a;
-    return start ? next(0) : kNone;
-  }
-};
-
-// ---- fixed pool of T, addressed by 32-bit index -----------------------------------------------------
-
-template <class T>
-class Pool {
- public:
-  Pool() = default;
-  void init(uint32_t n) {
-    items_.reset(new T[n]);
-    free_.reset(new uint32_t[n]);
-    cap_ = n;
-    free_n_ = n;
-    for (uint32_t i = 0; i < n; ++i) free_[i] = n - 1 - i;
-  }
-  uint32_t alloc() noexcept {
-    if (free_n_ == 0) return kNone;
-    const uint32_t i = free_[--free_n_];
-    items_[i] = T{};
-    return i;
-  }
-  // Without resetting the item (for large items the caller initialises itself).
-  uint32_t alloc_raw() noexcept { return free_n_ == 0 ? kNone : free_[--free_n_]; }
-  void release(uint32_t i) noexcept { free_[free_n_++] = i; }
-  T& operator[](uint32_t i) noexcept { return items_[i]; }
-  const T& operator[](uint32_t i) const noexcept { return items_[i]; }
-  uint32_t capacity() const noexcept { return cap_; }
-  uint32_t in_use() const noexcept { return cap_ - free_n_; }
-  uint32_t available() const noexcept { return free_n_; }
-
- private:
-  std::unique_ptr<T[]> items_;
-  std::unique_ptr<uint32_t[]> free_;
-  uint32_t cap_ = 0, free_n_ = 0;
-};
-
-// ---- open-addressing hash map u64 -> u32 (linear probing, backward-shift delete) -------------------
-
-class HashMap {
- public:
-  void init(uint32_t max_entries) {
-    cap_ = std::bit_ceil(max_entries * 2u < 16u ? 16u : max_entries * 2u);
-    keys_.reset(new uint64_t[cap_]);
-    vals_.reset(new uint32_t[cap_]);
-    for (uint32_t i = 0; i < cap_; ++i) vals_[i] = kNone;
-  }
-  uint32_t find(uint64_t key) const noexcept {
-    for (uint32_t i = slot(key);; i = (i + 1) & (cap_ - 1)) {
-      if (vals_[i] == kNone) return kNone;
-      if (keys_[i] == key) return vals_[i];
-    }
-  }
-  void insert(uint64_t key, uint32_t val) noexcept {  // key must be absent; the map never fills (2x)
-    uint32_t i = slot(key);
-    while (vals_[i] != kNone) i = (i + 1) & (cap_ - 1);
-    keys_[i] = key;
-    vals_[i] = val;
-  }
-  void erase(uint64_t key) noexcept {
-    uint32_t i = slot(key);
-    for (;; i = (i + 1) & (cap_ - 1)) {
-      if (vals_[i] == kNone) return;
-      if (keys_[i] == key) break;
-    }
-    // Backward shift: pull later members of the probe run into the hole.
-    uint32_t j = i;
-    for (;;) {
-      j = (j + 1) & (cap_ - 1);
-      if (vals_[j] == kNone) break;
-      const uint32_t home = slot(keys_[j]);
-      // Move j into i if its home is not in the cyclic range (i, j].
-      const bool in_range = i <= j ? (home > i && home <= j) : (home > i || home <= j);
-      if (!in_range) {
-        keys_[i] = keys_[j];
-        vals_[i] = vals_[j];
-        i = j;
-      }
-    }
-    vals_[i] = kNone;
-  }
-  uint64_t bytes() const noexcept { return uint64_t(cap_) * 12; }
-
- private:
-  uint32_t slot(uint64_t k) const noexcept {
-    k ^= k >> 33;
-    k *= 0xff51afd7ed558ccdull;
-    k ^= k >> 33;
-    return uint32_t(k) & (cap_ - 1);
-  }
-  std::unique_ptr<uint64_t[]> keys_;
-  std::unique_ptr<uint32_t[]> vals_;
-  uint32_t cap_ = 0;
-};
-
-// ---- hierarchical timer wheel ------------------------------------------------------------------------
-//
 // One entry per owner (a connection slot), holding its exact next deadline. 11 levels of 64 slots at
 // 1 µs resolution (the whole 64-bit range). An entry with deadline D sits at the level of the highest 6-bit digit
 // where D differs from the wheel's time `cur_`, in the slot of that digit; all entries have D >= cur_.
 // Insert, move and remove are O(1); expiring walks occupied slots only (one bitmap word per level).
+// Time only moves forward: expire(t) and first_due(t) never move the wheel's time past t, and a
+// deadline armed before the wheel's time (overdue) is kept as the wheel's time: it fires at the next
+// expire().
 class TimerWheel {
  public:
   static constexpr int kLevels = 11;  // 66 bits: every 64-bit deadline has a level
@@ -313,4 +178,4 @@ class TimerWheel {
   mutable bool min_cache_valid_ = true;
 };
 
-}  // namespace mroce::engine
+}  // namespace mroce::core
