@@ -10,8 +10,11 @@
 // bytes must be identical), decoded by both codecs (same outcome; SackBase exactly when bit 0 is
 // set, [R-HDR-20]) and the 256 SACK bits are read back through every accessor. When
 // impl/core/sack_bitmap.hpp is available the bitmap then goes through SackBitmap256::from_wire /
-// to_wire and seeds a PathReceiveState that receives the operations' PSNs, checked after every
-// step against a set-based model written from [R-PSN-1], [R-PSN-3], [R-HDR-19] and [R-HDR-20].
+// to_wire, every kernel the engine uses on it (next_set / next_clear, prefix, retreat, advance, the
+// highest set index, & | ~ and the engine's ACK-to-window mapping) is checked against a plain
+// std::bitset reference, and it seeds a PathReceiveState that receives the operations' PSNs, checked
+// after every step against a set-based model written from [R-PSN-1], [R-PSN-3], [R-HDR-19] and
+// [R-HDR-20].
 // The final state is sent as a new ACK and decoded by both codecs again.
 #include <algorithm>
 #include <array>
@@ -206,6 +209,78 @@ MROCE_NO_COVERAGE void check_state(const mroce::core::PathReceiveState& s, const
   FUZZ_CHECK(s.bits.count() == m.got.size(), at() + ": bit count");
 }
 
+// The kernels the engine runs on SackBitmap256 (next_set / next_clear, prefix, retreat, & | ~, and
+// the engine's [R-REL-3] mapping of an ACK onto its own window), each against a plain reference
+// over std::bitset<256> built from the wire bytes. The second operand of & and | is the AETH's
+// first 32 bytes read as a bitmap.
+MROCE_NO_COVERAGE void bitmap_kernels(const Aeth& a, const mroce::core::SackBitmap256& b, unsigned shift, unsigned lead,
+                                      const uint8_t* data, size_t size) {
+  using mroce::core::SackBitmap256;
+  std::bitset<256> ref, ref2;
+  uint8_t head[32];
+  fz::put_be32(head, a.cpsn);
+  fz::put_be32(head + 4, a.ce);
+  fz::put_be32(head + 8, a.tse);
+  fz::put_be32(head + 12, a.hint);
+  std::memcpy(head + 16, a.sack.data(), 16);
+  const SackBitmap256 c = SackBitmap256::from_wire(head);
+  for (unsigned i = 0; i < 256; ++i) {
+    ref[i] = wire_bit(a.sack.data(), i);
+    ref2[i] = wire_bit(head, i);
+  }
+  // next_set / next_clear from every start, against the next set / clear index found backwards.
+  unsigned want_set = 256, want_clear = 256;
+  FUZZ_CHECK(b.next_set(256) == 256 && b.next_clear(256) == 256 && b.next_set(257 + shift) == 256 &&
+                 b.next_clear(~0u) == 256,
+             "next_set / next_clear past the end");
+  for (int j = 255; j >= 0; --j) {
+    if (ref[j]) want_set = unsigned(j);
+    else want_clear = unsigned(j);
+    FUZZ_CHECK(b.next_set(unsigned(j)) == want_set, "next_set(" + std::to_string(j) + ")");
+    FUZZ_CHECK(b.next_clear(unsigned(j)) == want_clear, "next_clear(" + std::to_string(j) + ")");
+  }
+  FUZZ_CHECK(b.leading_ones() == b.next_clear(0) && lead == b.next_clear(0), "leading_ones vs next_clear(0)");
+  // Iterating the set indices visits exactly the set bits, in order.
+  unsigned visited = 0;
+  for (unsigned i = b.next_set(0); i < 256; i = b.next_set(i + 1)) {
+    FUZZ_CHECK(ref[i], "iteration visits a clear index " + std::to_string(i));
+    ++visited;
+  }
+  FUZZ_CHECK(visited == ref.count(), "iteration misses set indices");
+  // retreat(n): index i takes index i - n.
+  SackBitmap256 up = b;
+  up.retreat(shift);
+  for (unsigned i = 0; i < 256; ++i) {
+    const bool want = i >= shift && ref[i - shift];
+    FUZZ_CHECK(up.test(i) == want, "retreat(" + std::to_string(shift) + ") index " + std::to_string(i));
+  }
+  // prefix(n) for the shift, the leading run and the highest index.
+  for (const unsigned n : {shift, lead, unsigned(b.highest_set() + 1), 256u + shift}) {
+    const SackBitmap256 p = SackBitmap256::prefix(n);
+    for (unsigned i = 0; i < 256; ++i) FUZZ_CHECK(p.test(i) == (i < n), "prefix(" + std::to_string(n) + ")");
+  }
+  // Word-wise logic.
+  const SackBitmap256 both = b & c, either = b | c, inv = ~b;
+  for (unsigned i = 0; i < 256; ++i) {
+    FUZZ_CHECK(both.test(i) == (ref[i] && ref2[i]) && either.test(i) == (ref[i] || ref2[i]) && inv.test(i) == !ref[i],
+               "& | ~ at index " + std::to_string(i));
+  }
+  // The engine's [R-REL-3] mapping (impl/engine/sender.cpp, on_ack): with SUNA = CPSN + 1 - k and n
+  // outstanding PSNs, bit j (PSN SUNA + j) is acknowledged iff PSN <= CPSN (serial) or its SACK bit
+  // (index PSN - CPSN - 1) is set; for k <= 256 the engine computes prefix(min(k, n)) | retreat(k),
+  // cut to [0, n).
+  const unsigned k = shift > 256 ? 256 : shift, n_out = 256 - (a.ce & 255u) % 257u;
+  SackBitmap256 sk = b;
+  sk.retreat(k);
+  const SackBitmap256 ackm = (SackBitmap256::prefix(k < n_out ? k : n_out) | sk) & SackBitmap256::prefix(n_out);
+  const uint32_t suna = a.cpsn + 1 - k;
+  for (unsigned j = 0; j < 256; ++j) {
+    const uint32_t psn = suna + j, i = psn - a.cpsn - 1;
+    const bool want = j < n_out && (a.cpsn - psn < 0x80000000u || (i < 256 && ref[i]));
+    FUZZ_CHECK(ackm.test(j) == want, "ACK mapping k=" + std::to_string(k) + " bit " + std::to_string(j));
+  }
+}
+
 void bitmap_and_state(const Aeth& a, unsigned shift, const uint8_t* ops, size_t nops,
                       const uint8_t* data, size_t size) {
   using mroce::core::Arrival;
@@ -237,6 +312,7 @@ void bitmap_and_state(const Aeth& a, unsigned shift, const uint8_t* ops, size_t 
     const bool want = i + shift < 256 && b.test(i + shift);
     FUZZ_CHECK(moved.test(i) == want, "advance(" + std::to_string(shift) + ") index " + std::to_string(i));
   }
+  bitmap_kernels(a, b, shift, lead, data, size);
 
   // ---- receive state seeded from the ACK ([R-HDR-19]: bit 0 is CPSN + 1, never received) ----
   PathReceiveState s;

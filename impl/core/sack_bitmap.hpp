@@ -3,14 +3,18 @@
 //
 // Layout: SACK index i (PSN CPSN + 1 + i) is bit i % 64 (LSB first) of words[i / 64]. Index, word,
 // bit and byte positions are all in BITS until the wire conversion, which alone deals in bytes.
-// The word-level kernels (window shift, wire conversion) are templates over the arithmetic policy of
+// The word-level kernels (window shifts both ways, prefixes, set / clear-bit searches, the highest
+// set bit, word-wise logic and the wire conversion) are templates over the arithmetic policy of
 // serial.hpp, so properties/z3 proves the very code that runs here against a 256-bit bit-vector.
+// The engine keeps its per-path sender state (acknowledged, lost, in-flight, retransmitted and
+// RNR-waiting PSNs relative to SUNA) in the same type, so the proofs cover that code too.
 #pragma once
 
 #include <array>
 #include <bit>
 #include <cassert>
 #include <cstdint>
+#include <cstring>
 
 #include "core/serial.hpp"
 
@@ -25,7 +29,7 @@ using Words = std::array<typename O::U64, 4>;
 // window moves forward by n PSNs. n is a plain count (concrete in both instantiations); every shift
 // amount used is in 1..63.
 template <class O>
-Words<O> shift_down(const Words<O>& w, unsigned n) {
+constexpr Words<O> shift_down(const Words<O>& w, unsigned n) {
   const auto zero = O::u64(0);
   if (n >= 256) return Words<O>{zero, zero, zero, zero};
   const unsigned ws = n / 64;  // whole words dropped
@@ -39,9 +43,105 @@ Words<O> shift_down(const Words<O>& w, unsigned n) {
   return Words<O>{out_word(0), out_word(1), out_word(2), out_word(3)};
 }
 
+// Shift the 256-bit value up by n bits (bit i takes bit i - n; the low n bits become 0 and the top n
+// bits are dropped), i.e. the window's base moves back by n PSNs. n is a plain count.
+template <class O>
+constexpr Words<O> shift_up(const Words<O>& w, unsigned n) {
+  const auto zero = O::u64(0);
+  if (n >= 256) return Words<O>{zero, zero, zero, zero};
+  const unsigned ws = n / 64;  // whole words moved
+  const unsigned bs = n % 64;  // bits moved across each word boundary
+  auto out_word = [&](unsigned i) {
+    const auto hi = i >= ws ? w[i - ws] : zero;
+    if (bs == 0) return hi;
+    const auto lo = i >= ws + 1 ? w[i - ws - 1] : zero;
+    return O::or64(O::shl64(hi, O::u64(bs)), O::shr64(lo, O::u64(64 - bs)));
+  };
+  return Words<O>{out_word(0), out_word(1), out_word(2), out_word(3)};
+}
+
+// Indices [0, n) set, the rest clear (all 256 set when n >= 256). n is a plain count.
+template <class O>
+constexpr Words<O> prefix(unsigned n) {
+  auto word = [n](unsigned k) {
+    if (n >= 64 * k + 64) return O::u64(~std::uint64_t{0});
+    if (n <= 64 * k) return O::u64(0);
+    return O::shl64(O::u64(1), O::u64(n - 64 * k)) - O::u64(1);
+  };
+  return Words<O>{word(0), word(1), word(2), word(3)};
+}
+
+// Word-wise logic.
+template <class O>
+constexpr Words<O> and_words(const Words<O>& a, const Words<O>& b) {
+  return Words<O>{O::and64(a[0], b[0]), O::and64(a[1], b[1]), O::and64(a[2], b[2]), O::and64(a[3], b[3])};
+}
+template <class O>
+constexpr Words<O> or_words(const Words<O>& a, const Words<O>& b) {
+  return Words<O>{O::or64(a[0], b[0]), O::or64(a[1], b[1]), O::or64(a[2], b[2]), O::or64(a[3], b[3])};
+}
+template <class O>
+constexpr Words<O> not_words(const Words<O>& a) {
+  return Words<O>{O::not64(a[0]), O::not64(a[1]), O::not64(a[2]), O::not64(a[3])};
+}
+
+namespace detail {
+
+// The lowest set index >= j (j < 256 plain) among words K..3 of word(0..3), 256 when none. Word K
+// with the indices below j masked off; the next word is looked at only when this one is empty.
+template <class O, unsigned K, class Word>
+constexpr typename O::U32 first_set(const Word& word, unsigned j) {
+  const auto x = word(K);
+  const auto m = j >= 64 * K + 64 ? O::u64(0)
+                 : j < 64 * K     ? x
+                                  : O::and64(x, O::shl64(O::u64(~std::uint64_t{0}), O::u64(j - 64 * K)));
+  if constexpr (K == 3) {
+    return O::u32(64 * K) + O::ctz64(m);  // ctz64(0) = 64: none gives 256
+  } else {
+    return O::pick(
+        O::neg(O::eq64(m, O::u64(0))), [&] { return O::u32(64 * K) + O::ctz64(m); },
+        [&] { return first_set<O, K + 1>(word, j); });
+  }
+}
+
+// One more than the highest set index among words 0..K, 0 when none.
+template <class O, unsigned K>
+constexpr typename O::U32 bit_width(const Words<O>& w) {
+  if constexpr (K == 0) {
+    return O::u32(64) - O::clz64(w[0]);  // clz64(0) = 64: none gives 0
+  } else {
+    return O::pick(
+        O::neg(O::eq64(w[K], O::u64(0))), [&] { return O::u32(64 * K + 64) - O::clz64(w[K]); },
+        [&] { return bit_width<O, K - 1>(w); });
+  }
+}
+
+}  // namespace detail
+
+// The lowest set index at or after j, 256 when there is none (also for j >= 256). j is a plain
+// count.
+template <class O>
+constexpr typename O::U32 next_set(const Words<O>& w, unsigned j) {
+  if (j >= 256) return O::u32(256);
+  return detail::first_set<O, 0>([&w](unsigned k) { return w[k]; }, j);
+}
+
+// The lowest clear index at or after j, 256 when there is none (also for j >= 256).
+template <class O>
+constexpr typename O::U32 next_clear(const Words<O>& w, unsigned j) {
+  if (j >= 256) return O::u32(256);
+  return detail::first_set<O, 0>([&w](unsigned k) { return O::not64(w[k]); }, j);
+}
+
+// One more than the highest set index (0..256), 0 when empty.
+template <class O>
+constexpr typename O::U32 bit_width(const Words<O>& w) {
+  return detail::bit_width<O, 3>(w);
+}
+
 // Reverse the order of the 8 bits inside each byte of x; bytes stay where they are. An involution.
 template <class O>
-typename O::U64 reverse_bits_in_bytes(typename O::U64 x) {
+constexpr typename O::U64 reverse_bits_in_bytes(typename O::U64 x) {
   auto swap = [](typename O::U64 v, std::uint64_t mask, unsigned s) {
     return O::or64(O::and64(O::shr64(v, O::u64(s)), O::u64(mask)), O::shl64(O::and64(v, O::u64(mask)), O::u64(s)));
   };
@@ -53,19 +153,30 @@ typename O::U64 reverse_bits_in_bytes(typename O::U64 x) {
 
 // [R-HDR-20] wire byte k (0..31) of the bitmap, as a U64 in 0..255. Byte k holds indices 8k..8k+7:
 // bits 8(k%8)..8(k%8)+7 of word k/8, with index 8k at mask 0x80, hence the per-byte bit reversal.
+// wire_word(w, j) holds wire bytes 8j..8j+7, byte 8j+b in bits 8b..8b+7: the word an 8-byte
+// little-endian store writes there (SackBitmap256::to_wire). word_of_wire_word is its inverse, for
+// the word an 8-byte little-endian load reads (SackBitmap256::from_wire). wire_byte and
+// word_from_wire below spell the same byte order out byte by byte.
 template <class O>
-typename O::U64 wire_byte(const Words<O>& w, unsigned k) {
-  const auto rev = reverse_bits_in_bytes<O>(w[k / 8]);
-  return O::and64(O::shr64(rev, O::u64(8 * (k % 8))), O::u64(0xFF));
+constexpr typename O::U64 wire_word(const Words<O>& w, unsigned j) {
+  return reverse_bits_in_bytes<O>(w[j]);
+}
+template <class O>
+constexpr typename O::U64 word_of_wire_word(typename O::U64 x) {
+  return reverse_bits_in_bytes<O>(x);
+}
+template <class O>
+constexpr typename O::U64 wire_byte(const Words<O>& w, unsigned k) {
+  return O::and64(O::shr64(wire_word<O>(w, k / 8), O::u64(8 * (k % 8))), O::u64(0xFF));
 }
 
 // Inverse of wire_byte: word j (0..3) from wire bytes 8j..8j+7. byte_at(k) returns byte k as a U64
 // in 0..255.
 template <class O, class ByteAt>
-typename O::U64 word_from_wire(ByteAt byte_at, unsigned j) {
+constexpr typename O::U64 word_from_wire(ByteAt byte_at, unsigned j) {
   auto acc = byte_at(8 * j);
   for (unsigned b = 1; b < 8; ++b) acc = O::or64(acc, O::shl64(byte_at(8 * j + b), O::u64(8 * b)));
-  return reverse_bits_in_bytes<O>(acc);
+  return word_of_wire_word<O>(acc);
 }
 
 }  // namespace kernel
@@ -106,37 +217,56 @@ class SackBitmap256 {
     return n;
   }
 
-  // Length of the run of set bits starting at index 0 (0..256): how far CPSN can advance.
-  constexpr unsigned leading_ones() const {
-    unsigned n = 0;
-    for (auto x : w_) {
-      const auto r = static_cast<unsigned>(std::countr_one(x));
-      n += r;
-      if (r < 64) break;
-    }
-    return n;
+  // Indices [0, n) set, the rest clear; n >= 256 sets all.
+  static constexpr SackBitmap256 prefix(std::uint32_t n) {
+    return from_words(kernel::prefix<NativeOps>(n >= kBits ? kBits : n));
   }
 
+  // The lowest set index at or after i, kBits (256) when none; any i is allowed. Iterate with
+  // for (unsigned i = b.next_set(0); i < 256; i = b.next_set(i + 1)).
+  constexpr unsigned next_set(unsigned i) const { return kernel::next_set<NativeOps>(w_, i); }
+  // The lowest clear index at or after i, kBits when none.
+  constexpr unsigned next_clear(unsigned i) const { return kernel::next_clear<NativeOps>(w_, i); }
+
+  // Length of the run of set bits starting at index 0 (0..256): how far CPSN can advance.
+  constexpr unsigned leading_ones() const { return next_clear(0); }
+
   // Highest set index, or -1 when empty.
-  constexpr int highest_set() const {
-    for (int j = kWords - 1; j >= 0; --j) {
-      if (w_[j] != 0) return j * 64 + 63 - std::countl_zero(w_[j]);
-    }
-    return -1;
-  }
+  constexpr int highest_set() const { return static_cast<int>(kernel::bit_width<NativeOps>(w_)) - 1; }
 
   // The window moves forward by n PSNs: index i takes index i + n, the top n indices become clear.
   // Any n is allowed (n >= 256 clears everything).
-  void advance(std::uint32_t n) { w_ = kernel::shift_down<NativeOps>(w_, n >= kBits ? kBits : n); }
+  constexpr void advance(std::uint32_t n) { w_ = kernel::shift_down<NativeOps>(w_, n >= kBits ? kBits : n); }
+  // The window's base moves back by n PSNs: index i takes index i - n, the low n indices become
+  // clear and indices pushed past 255 are dropped. Any n is allowed (n >= 256 clears everything).
+  constexpr void retreat(std::uint32_t n) { w_ = kernel::shift_up<NativeOps>(w_, n >= kBits ? kBits : n); }
 
-  // [R-HDR-20] wire form: index i in byte i / 8 at mask 0x80 >> (i % 8).
+  friend constexpr SackBitmap256 operator&(const SackBitmap256& a, const SackBitmap256& b) {
+    return from_words(kernel::and_words<NativeOps>(a.w_, b.w_));
+  }
+  friend constexpr SackBitmap256 operator|(const SackBitmap256& a, const SackBitmap256& b) {
+    return from_words(kernel::or_words<NativeOps>(a.w_, b.w_));
+  }
+  constexpr SackBitmap256 operator~() const { return from_words(kernel::not_words<NativeOps>(w_)); }
+
+  // [R-HDR-20] wire form: index i in byte i / 8 at mask 0x80 >> (i % 8). Word j is wire bytes
+  // 8j..8j+7, moved by one 8-byte little-endian store / load of kernel::wire_word (the byte order
+  // kernel::wire_byte and kernel::word_from_wire spell out).
   void to_wire(std::uint8_t out[kWireBytes]) const {
-    for (unsigned k = 0; k < kWireBytes; ++k) out[k] = static_cast<std::uint8_t>(kernel::wire_byte<NativeOps>(w_, k));
+    static_assert(std::endian::native == std::endian::little);
+    for (unsigned j = 0; j < kWords; ++j) {
+      const std::uint64_t x = kernel::wire_word<NativeOps>(w_, j);
+      std::memcpy(out + 8 * j, &x, 8);
+    }
   }
   static SackBitmap256 from_wire(const std::uint8_t in[kWireBytes]) {
-    auto byte_at = [in](unsigned k) { return std::uint64_t{in[k]}; };
+    static_assert(std::endian::native == std::endian::little);
     SackBitmap256 b;
-    for (unsigned j = 0; j < kWords; ++j) b.w_[j] = kernel::word_from_wire<NativeOps>(byte_at, j);
+    for (unsigned j = 0; j < kWords; ++j) {
+      std::uint64_t x;
+      std::memcpy(&x, in + 8 * j, 8);
+      b.w_[j] = kernel::word_of_wire_word<NativeOps>(x);
+    }
     return b;
   }
 

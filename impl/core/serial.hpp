@@ -8,11 +8,13 @@
 //   * constants only through O::u32 / O::u64;
 //   * comparisons, logic, shifts and masks only through the policy functions;
 //   * no if / ?: / && / || on policy values (branching on plain `unsigned` parameters is fine:
-//     those are concrete in both instantiations).
+//     those are concrete in both instantiations); a choice on a policy value goes through
+//     O::pick(c, then, else), which runs one branch here and becomes an if-then-else term in Z3.
 // The policy has the shape of impl/codec/predicates.hpp's NativeOps (so one Z3 policy serves both),
-// plus bitwise operations that the SACK-bitmap kernels need.
+// plus bitwise operations, bit counts and pick() that the SACK-bitmap kernels need.
 #pragma once
 
+#include <bit>
 #include <cstdint>
 
 namespace mroce::core {
@@ -44,6 +46,15 @@ struct NativeOps {
   static constexpr U64 or64(U64 a, U64 b) { return a | b; }
   static constexpr U64 shl64(U64 a, U64 s) { return a << s; }
   static constexpr U64 shr64(U64 a, U64 s) { return a >> s; }
+  static constexpr U64 not64(U64 a) { return ~a; }
+  // Trailing / leading zero bits of a 64-bit word, 64 for 0 (std::countr_zero / countl_zero).
+  static constexpr U32 ctz64(U64 a) { return static_cast<U32>(std::countr_zero(a)); }
+  static constexpr U32 clz64(U64 a) { return static_cast<U32>(std::countl_zero(a)); }
+  // c ? then_() : else_(): only the chosen branch runs (Z3Ops builds ite(c, then_(), else_())).
+  template <class Then, class Else>
+  static constexpr auto pick(Bool c, Then&& then_, Else&& else_) {
+    return c ? then_() : else_();
+  }
 };
 
 // Appendix A: SACK span. Also the largest sender span ([R-PSN-4]) and receive window ([R-PSN-3]).

@@ -24,14 +24,25 @@
 #include <vector>
 
 #include "codec/fast_codec.hpp"
+#include "core/bit_span.hpp"
+#include "core/hash_map.hpp"
+#include "core/pool.hpp"
 #include "core/sack_bitmap.hpp"
+#include "core/sentinel.hpp"
 #include "core/serial.hpp"
-#include "engine/support.hpp"
+#include "core/timer_wheel.hpp"
 #include "io/packet_io.hpp"
 #include "mroce/mroce.hpp"
 
 namespace mroce::engine {
 
+using core::BitSpan;
+using core::HashMap;
+using core::kNever;
+using core::kNone;
+using core::Pool;
+using core::SackBitmap256;
+using core::TimerWheel;
 using core::serial_le;
 using core::serial_lt;
 
@@ -106,7 +117,7 @@ static_assert(sizeof(Rec) == 32);
 // bitmaps relative to SUNA (bit j: PSN SUNA + j).
 struct Block {
   Rec rec[256];
-  Bits256 acked, lost, inflight, retx, rnr;
+  SackBitmap256 acked, lost, inflight, retx, rnr;
   uint16_t txo_head = kNil16, txo_tail = kNil16;
   uint16_t n_inflight = 0, n_lost = 0, n_rnr = 0;
 };

@@ -18,7 +18,7 @@ void Engine::send_ack(Conn& c, uint16_t p) noexcept {
   a.rate_hint = c.fs_active ? c.share : 0;  // [R-HDR-23], [R-FS-2]
   a.sack = nullptr;
   fast::put_ack(bth, this->bth(c, p, 0), a);
-  Bits256::to_wire(r.st.bits.words().data(), bth + fast::kBthLen + 16);  // [R-HDR-20]: bit i is PSN CPSN + 1 + i
+  r.st.bits.to_wire(bth + fast::kBthLen + 16);  // [R-HDR-20]: bit i is PSN CPSN + 1 + i
   frame_end(b, 0);
   ++counters_.acks_sent;
   r.unacked = 0;

@@ -177,7 +177,7 @@ uint64_t Engine::path_deadline(const Conn& c, uint16_t p) const noexcept {
   if (t.block != kNone) {
     const Block& b = blocks_[t.block];
     if (b.n_rnr)
-      for (unsigned j = b.rnr.next(0); j < 256; j = b.rnr.next(j + 1))
+      for (unsigned j = b.rnr.next_set(0); j < 256; j = b.rnr.next_set(j + 1))
         d = std::min(d, b.rec[(t.suna + j) & 255].rnr_until);  // [R-PLC-9]
     if (b.n_inflight) {
       const uint64_t earliest = b.rec[b.txo_head].last_tx;
@@ -334,7 +334,7 @@ void Engine::pump(Conn& c) noexcept {
   for (uint32_t p = c.lostp.next(0); p != kNone; p = c.lostp.next(p + 1)) {
     PathTx& t = c.tx[p];
     Block& b = blocks_[t.block];
-    for (unsigned j = b.lost.next(0); j < 256; j = b.lost.next(j + 1)) {
+    for (unsigned j = b.lost.next_set(0); j < 256; j = b.lost.next_set(j + 1)) {
       if (b.n_inflight >= t.cwnd) break;
       send_record(c, uint16_t(p), j, true);
       const Rec& o = b.rec[(t.suna + j) & 255];
@@ -475,8 +475,8 @@ void Engine::on_ack(Conn& c, uint16_t p, const View& v) noexcept {
     t.highest_cpsn = cpsn;
     t.have_cpsn = true;
   }
-  const Bits256 sack = Bits256::from_wire(v.sack_bytes());  // [R-HDR-20]
-  const int hs = sack.highest();
+  const SackBitmap256 sack = SackBitmap256::from_wire(v.sack_bytes());  // [R-HDR-20]
+  const int hs = sack.highest_set();
   const uint32_t highest = hs > 0 ? cpsn + 1 + uint32_t(hs) : cpsn;  // for the gap rule
 
   // [R-REL-3] which outstanding PSNs this ACK acknowledges (bit j: PSN suna + j).
@@ -484,12 +484,12 @@ void Engine::on_ack(Conn& c, uint16_t p, const View& v) noexcept {
   n_stream_touched_ = 0;
   if (t.block != kNone && t.n_out > 0) {
     Block& b = blocks_[t.block];
-    Bits256 ackm;
+    SackBitmap256 ackm;
     const uint32_t k = cpsn + 1 - t.suna;  // PSN cpsn + 1 + i is bit k + i
     if (k <= 256) {
-      Bits256 s = sack;
-      s.shift_up(k);
-      ackm = Bits256::prefix(std::min(k, t.n_out)) | s;
+      SackBitmap256 s = sack;
+      s.retreat(k);
+      ackm = SackBitmap256::prefix(std::min(k, t.n_out)) | s;
     } else {  // an old or odd ACK: the model's per-PSN rule
       for (uint32_t j = 0; j < t.n_out; ++j) {
         const uint32_t psn = t.suna + j;
@@ -497,8 +497,8 @@ void Engine::on_ack(Conn& c, uint16_t p, const View& v) noexcept {
         if (serial_le(psn, cpsn) || (i < 256 && sack.test(i))) ackm.set(j);
       }
     }
-    ackm = ackm & Bits256::prefix(t.n_out) & ~b.acked;
-    for (unsigned j = ackm.next(0); j < 256; j = ackm.next(j + 1)) {
+    ackm = ackm & SackBitmap256::prefix(t.n_out) & ~b.acked;
+    for (unsigned j = ackm.next_set(0); j < 256; j = ackm.next_set(j + 1)) {
       Rec& o = b.rec[(t.suna + j) & 255];
       set_rec_state(b, t, j, RecState::Acked);
       o.rnr_count = 0;
@@ -536,8 +536,8 @@ void Engine::on_ack(Conn& c, uint16_t p, const View& v) noexcept {
     if (run) {
       for (uint32_t j = 0; j < run; ++j) release_msg_ref(b.rec[(t.suna + j) & 255].msg);
       // Empty sets stay empty: only shift what holds bits.
-      for (Bits256* x : {&b.acked, &b.lost, &b.inflight, &b.retx, &b.rnr})
-        if (x->any()) x->shift_down(run);
+      for (SackBitmap256* x : {&b.acked, &b.lost, &b.inflight, &b.retx, &b.rnr})
+        if (!x->empty()) x->advance(run);
       t.suna += run;
       t.n_out -= run;
       if (t.n_out == 0) {
@@ -587,17 +587,17 @@ void Engine::on_ack(Conn& c, uint16_t p, const View& v) noexcept {
       }
       // L1: sent once, and some PSN after it acknowledged.
       const uint32_t h = highest - t.suna;
-      Bits256 gm;
+      SackBitmap256 gm;
       if (h <= 256) {
-        gm = Bits256::prefix(h);
+        gm = SackBitmap256::prefix(h);
       } else if (h < 0x80000000u) {
-        gm = Bits256::prefix(256);
+        gm = SackBitmap256::prefix(256);
       } else {
         for (uint32_t j = 0; j < t.n_out; ++j)
           if (serial_lt(t.suna + j, highest)) gm.set(j);
       }
       gm = gm & b.inflight & ~b.retx;
-      for (unsigned j = gm.next(0); j < 256; j = gm.next(j + 1)) set_rec_state(b, t, j, RecState::Lost);
+      for (unsigned j = gm.next_set(0); j < 256; j = gm.next_set(j + 1)) set_rec_state(b, t, j, RecState::Lost);
     }
   }
   // [R-PATH-6] back to ACTIVE
@@ -696,7 +696,7 @@ void Engine::repath(Conn& c, uint16_t p) noexcept {
 
 // [R-PLC-9]: a PSN whose RNR wait is over is lost: retransmitted before new data [R-REL-5].
 void Engine::expire_rnr_waits(Block& b, PathTx& t) noexcept {
-  for (unsigned j = b.rnr.next(0); j < 256; j = b.rnr.next(j + 1))
+  for (unsigned j = b.rnr.next_set(0); j < 256; j = b.rnr.next_set(j + 1))
     if (b.rec[(t.suna + j) & 255].rnr_until <= now_) set_rec_state(b, t, j, RecState::Lost);
 }
 
@@ -711,7 +711,8 @@ void Engine::path_timers(Conn& c, uint16_t p) noexcept {
   }
   const uint64_t earliest = b.rec[b.txo_head].last_tx;
   if (std::max(t.last_ack, earliest) + t.rto_current <= now_) {  // [R-REL-7]
-    for (unsigned j = b.inflight.next(0); j < 256; j = b.inflight.next(j + 1)) set_rec_state(b, t, j, RecState::Lost);
+    for (unsigned j = b.inflight.next_set(0); j < 256; j = b.inflight.next_set(j + 1))
+      set_rec_state(b, t, j, RecState::Lost);
     t.rto_current = std::min(cfg_.rto_max_us, t.rto_current * 2);
     t.probe_sent_in_period = false;
     if (t.probe_outstanding) {

@@ -134,6 +134,63 @@ RC_GTEST_PROP(CoreSackBitmap, QueriesMatchBitset, ()) {
   RC_ASSERT(m.empty() == r.none());
 }
 
+// The operations the engine runs on its per-path sender state and on received ACKs.
+unsigned ref_next(const Bits& b, unsigned j, bool value) {
+  while (j < 256 && b[j] != value) ++j;
+  return j < 256 ? j : 256;
+}
+
+TEST(CoreSackBitmap, NextSetAndNextClearFromEveryStart) {
+  for (const auto& w : kPatterns) {
+    const SackBitmap256 m = SackBitmap256::from_words(w);
+    const Bits r = mc::ref::to_bitset(m);
+    for (unsigned j = 0; j <= 300; ++j) {
+      ASSERT_EQ(m.next_set(j), ref_next(r, j, true)) << "pattern " << (&w - kPatterns.data()) << " j=" << j;
+      ASSERT_EQ(m.next_clear(j), ref_next(r, j, false)) << "pattern " << (&w - kPatterns.data()) << " j=" << j;
+    }
+  }
+}
+
+TEST(CoreSackBitmap, PrefixAndRetreatByEveryNFrom0To300) {
+  for (unsigned n = 0; n <= 300; ++n) {
+    Bits want;
+    for (unsigned i = 0; i < 256 && i < n; ++i) want.set(i);
+    ASSERT_EQ(mc::ref::to_bitset(SackBitmap256::prefix(n)), want) << n;
+    for (const auto& w : kPatterns) {
+      SackBitmap256 m = SackBitmap256::from_words(w);
+      const Bits r = mc::ref::to_bitset(m);
+      m.retreat(n);
+      ASSERT_EQ(mc::ref::to_bitset(m), n >= 256 ? Bits{} : (r << n))
+          << "pattern " << (&w - kPatterns.data()) << " n=" << n;
+    }
+  }
+}
+
+RC_GTEST_PROP(CoreSackBitmap, SearchesShiftsAndLogicMatchBitset, ()) {
+  const SackBitmap256 a = SackBitmap256::from_words(*words_gen());
+  const SackBitmap256 b = SackBitmap256::from_words(*words_gen());
+  const Bits ra = mc::ref::to_bitset(a), rb = mc::ref::to_bitset(b);
+  const auto j = *rc::gen::inRange<unsigned>(0, 300);
+  const auto n = *rc::gen::weightedOneOf<std::uint32_t>({
+      {4, rc::gen::inRange<std::uint32_t>(0, 301)},
+      {1, rc::gen::arbitrary<std::uint32_t>()},
+  });
+  RC_ASSERT(a.next_set(j) == ref_next(ra, j, true));
+  RC_ASSERT(a.next_clear(j) == ref_next(ra, j, false));
+  SackBitmap256 up = a;
+  up.retreat(n);
+  RC_ASSERT(mc::ref::to_bitset(up) == (n >= 256 ? Bits{} : (ra << n)));
+  RC_ASSERT(mc::ref::to_bitset(a & b) == (ra & rb));
+  RC_ASSERT(mc::ref::to_bitset(a | b) == (ra | rb));
+  RC_ASSERT(mc::ref::to_bitset(~a) == ~ra);
+  // Iterating with next_set visits exactly the set indices, in increasing order.
+  std::vector<unsigned> seen, want;
+  for (unsigned i = a.next_set(0); i < 256; i = a.next_set(i + 1)) seen.push_back(i);
+  for (unsigned i = 0; i < 256; ++i)
+    if (ra[i]) want.push_back(i);
+  RC_ASSERT(seen == want);
+}
+
 // Random sequences of set / clear / advance / reset against the bitset.
 RC_GTEST_PROP(CoreSackBitmap, RandomOperationSequencesMatchBitset, ()) {
   const auto ops = *rc::gen::container<std::vector<std::pair<std::uint8_t, std::uint32_t>>>(

@@ -13,6 +13,7 @@
 namespace mroce::proofs {
 
 struct Z3Ops {
+  using expr = z3::expr;
   using U32 = z3::expr;
   using U64 = z3::expr;
   using Bool = z3::expr;
@@ -44,6 +45,26 @@ struct Z3Ops {
   static U64 or64(const U64& a, const U64& b) { return bv(a, 64) | bv(b, 64); }
   static U64 shl64(const U64& a, const U64& s) { return z3::shl(bv(a, 64), bv(s, 64)); }
   static U64 shr64(const U64& a, const U64& s) { return z3::lshr(bv(a, 64), bv(s, 64)); }
+  static U64 not64(const U64& a) { return ~bv(a, 64); }
+  // Count of trailing / leading zero bits (64 for 0), as the definition reads: the position of the
+  // lowest / highest set bit, found by testing the bits one by one (an if-then-else chain).
+  static U32 ctz64(const U64& a) {
+    expr r = u32(64);
+    for (int t = 63; t >= 0; --t) r = z3::ite(bit(bv(a, 64), unsigned(t)), u32(std::uint32_t(t)), r);
+    return r;
+  }
+  static U32 clz64(const U64& a) {
+    expr r = u32(64);
+    for (unsigned t = 0; t < 64; ++t) r = z3::ite(bit(bv(a, 64), t), u32(63 - t), r);
+    return r;
+  }
+  // Both branches are built; the choice becomes an if-then-else term.
+  template <class Then, class Else>
+  static expr pick(const Bool& c, Then&& then_, Else&& else_) {
+    const expr a = then_(), b = else_();
+    if (!z3::eq(a.get_sort(), b.get_sort())) throw std::logic_error("Z3Ops::pick: branches of different sorts");
+    return z3::ite(boolean(c), a, b);
+  }
 
  private:
   // Z3 checks that both operands have the same sort, but not that a "32-bit" operation got 32-bit
@@ -53,6 +74,7 @@ struct Z3Ops {
       throw std::logic_error("Z3Ops: expected a " + std::to_string(width) + "-bit vector, got " + e.to_string());
     return e;
   }
+  static expr bit(const expr& a, unsigned t) { return a.extract(t, t) == ctx().bv_val(1, 1); }
   static const z3::expr& boolean(const z3::expr& e) {
     if (!e.is_bool()) throw std::logic_error("Z3Ops: expected a Boolean, got " + e.to_string());
     return e;
