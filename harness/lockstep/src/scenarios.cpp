@@ -270,9 +270,15 @@ std::string write_failure(Way way, const RequirementScenario& r, const WayResult
   if (way == Way::Lockstep) {
     harness::Scenario s = result.compiled;
     if (result.divergence) {
-      const size_t before = s.workload.ops.size();
+      auto faults = [](const harness::Scenario& x) {
+        size_t n = x.schedule.link_events.size();
+        for (const auto& f : x.schedule.fates) n += f.kind != PacketFate::Kind::Deliver;
+        return n;
+      };
+      const size_t ops = s.workload.ops.size(), before = faults(s);
       s = shrink_divergence(s, {}, options.shrink_runs);
-      note = "shrunk from " + std::to_string(before) + " to " + std::to_string(s.workload.ops.size()) + " ops";
+      note = "shrunk: ops " + std::to_string(ops) + " -> " + std::to_string(s.workload.ops.size()) + ", faults " +
+             std::to_string(before) + " -> " + std::to_string(faults(s));
     }
     text = divergence_trace(s, {});
   } else {
