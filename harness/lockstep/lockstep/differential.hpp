@@ -12,6 +12,8 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <map>
 #include <optional>
 #include <set>
@@ -40,6 +42,9 @@ struct DiffOptions {
   bool stop_at_divergence = true;  // abort the run at the first divergence (fast); else run on (model only)
   bool trace = false;              // record harness event lines (for writing a trace)
   bool canonical_packets = false;
+  // Wraps each side's lockstep endpoint (side 'A' / 'B'), e.g. to observe what it sends
+  // (lockstep/scenarios.hpp); the wrapper must forward every call.
+  std::function<std::unique_ptr<harness::SimEndpoint>(std::unique_ptr<harness::SimEndpoint>, char side)> wrap;
 };
 
 struct DiffStats {

@@ -242,7 +242,9 @@ DiffResult run_differential(const harness::Scenario& scenario, const DiffOptions
   sh->opt = options;
   int made = 0;
   harness::EndpointFactory f = [&](const model::Config& c) {
-    return std::make_unique<LockstepEndpoint>(c, sh, made++ % 2 == 0 ? 'A' : 'B');
+    const char side = made++ % 2 == 0 ? 'A' : 'B';
+    std::unique_ptr<harness::SimEndpoint> ep = std::make_unique<LockstepEndpoint>(c, sh, side);
+    return options.wrap ? options.wrap(std::move(ep), side) : std::move(ep);
   };
   harness::RunOptions ro;
   ro.trace = options.trace;
