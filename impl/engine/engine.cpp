@@ -1,6 +1,7 @@
 // The engine: events and the step machinery, connection setup and teardown, memory registration,
 // frame building and the public API glue. See engine.hpp for the processing model.
 #include "engine/engine.hpp"
+#include "mroce/testing.hpp"
 
 #include <algorithm>
 #include <new>
@@ -1259,11 +1260,13 @@ Result Device::post_recv(uint32_t conn, uint16_t stream, uint64_t wr_id, const S
 int Device::poll_cq(WorkCompletion* out, int max) noexcept { return e_->poll_cq(out, max); }
 int Device::poll_events(ConnEvent* out, int max) noexcept { return e_->poll_events(out, max); }
 int Device::progress() noexcept { return e_->progress(); }
-void Device::advance() noexcept { e_->advance(); }
-void Device::input(const uint8_t* frame, uint32_t len) noexcept { e_->input(frame, len); }
 std::optional<Time> Device::next_deadline() const noexcept { return e_->next_deadline(); }
-void Device::record_output_order(bool on) noexcept { e_->record_output_order(on); }
-size_t Device::take_output_order(uint8_t* kinds, size_t max) noexcept { return e_->take_output_order(kinds, max); }
+void testing::DeviceHooks::advance(Device& d) noexcept { d.e_->advance(); }
+void testing::DeviceHooks::input(Device& d, const uint8_t* frame, uint32_t len) noexcept { d.e_->input(frame, len); }
+void testing::DeviceHooks::record_output_order(Device& d, bool on) noexcept { d.e_->record_output_order(on); }
+size_t testing::DeviceHooks::take_output_order(Device& d, uint8_t* kinds, size_t max) noexcept {
+  return d.e_->take_output_order(kinds, max);
+}
 std::optional<ConnState> Device::connection_state(uint32_t conn) const noexcept { return e_->connection_state(conn); }
 std::optional<PathInfo> Device::path_info(uint32_t conn, uint16_t path) const noexcept {
   return e_->path_info(conn, path);

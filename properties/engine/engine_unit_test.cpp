@@ -10,6 +10,7 @@
 #include <set>
 
 #include "engine_pair.hpp"
+#include "mroce/testing.hpp"
 
 namespace mroce::testing {
 namespace {
@@ -39,7 +40,7 @@ TEST(EngineWindow, R_PSN_3_OutOfWindowDroppedAndDuplicatesNotPlacedTwice_R_REL_8
   ASSERT_FALSE(first.empty());
   const uint64_t placed = net.dev(1).counters().placed_bytes;
   const uint64_t acks = net.dev(1).counters().acks_sent;
-  net.dev(1).input(first.data(), uint32_t(first.size()));  // a duplicate: ACKed, not placed again
+  mroce::testing::DeviceHooks::input(net.dev(1), first.data(), uint32_t(first.size()));  // a duplicate: ACKed, not placed again
   EXPECT_EQ(net.dev(1).counters().duplicates, 1u);
   EXPECT_EQ(net.dev(1).counters().placed_bytes, placed);
   EXPECT_EQ(net.dev(1).counters().acks_sent, acks + 1);
@@ -50,7 +51,7 @@ TEST(EngineWindow, R_PSN_3_OutOfWindowDroppedAndDuplicatesNotPlacedTwice_R_REL_8
   f.psn += 1000;
   const std::vector<uint8_t> far = fast::build(f, std::vector<uint8_t>(v.payload(), v.payload() + v.payload_len()));
   const uint64_t sent = net.dev(1).counters().tx_frames;
-  net.dev(1).input(far.data(), uint32_t(far.size()));
+  mroce::testing::DeviceHooks::input(net.dev(1), far.data(), uint32_t(far.size()));
   EXPECT_EQ(net.dev(1).counters().out_of_window, 1u);
   EXPECT_EQ(net.dev(1).counters().tx_frames, sent);
 }

@@ -8,6 +8,7 @@
 #include "codec/ref_codec.hpp"
 #include "io/capture_io.hpp"
 #include "mroce/mroce.hpp"
+#include "mroce/testing.hpp"
 
 namespace mroce::conform {
 
@@ -85,7 +86,7 @@ public:
     const DutInfo& info() const override { return info_; }
 
     void send(std::span<const uint8_t> frame) override {
-        dev_->input(frame.data(), uint32_t(frame.size()));
+        mroce::testing::DeviceHooks::input(*dev_, frame.data(), uint32_t(frame.size()));
         collect();
     }
     std::vector<WireFrame> receive() override {
@@ -99,7 +100,7 @@ public:
         canary_step(canary_, sent_data_);
         collect();
         if (!out_.empty()) return;
-        dev_->advance();  // timers due now
+        mroce::testing::DeviceHooks::advance(*dev_);  // timers due now
         collect();
         while (out_.empty() && clock_.now_us() < t) {
             const auto d = dev_->next_deadline();
@@ -108,7 +109,7 @@ public:
             if (d && *d <= now) next = now + 1;  // nothing came of it: step on
             else if (d && *d < t) next = *d;
             clock_.set(next);
-            dev_->advance();
+            mroce::testing::DeviceHooks::advance(*dev_);
             collect();
         }
     }

@@ -3,6 +3,8 @@
 
 #include <algorithm>
 
+#include "mroce/testing.hpp"
+
 namespace mroce::lockstep {
 
 Address engine_address(const model::Address& a) {
@@ -82,7 +84,7 @@ DeviceConfig engine_config_from(const model::Config& m) {
 EngineEndpoint::EngineEndpoint(const model::Config& config, Canary canary)
     : cfg_(config), io_(1024), canary_(canary) {
   dev_ = Device::open(engine_config_from(config), io_, clock_);
-  dev_->record_output_order(true);
+  mroce::testing::DeviceHooks::record_output_order(*dev_, true);
 }
 
 std::vector<model::Action> EngineEndpoint::handle(model::Time now, const model::Event& event) {
@@ -108,7 +110,7 @@ std::vector<model::Action> EngineEndpoint::handle(model::Time now, const model::
             std::copy(e.bytes.begin(), e.bytes.end(), p);
           else
             out.push_back(model::PostRejected{0, "write_memory outside registered memory"});
-          dev_->advance();
+          mroce::testing::DeviceHooks::advance(*dev_);
         } else if constexpr (std::is_same_v<T, model::Connect>) {
           uint32_t id = 0;
           dev_->connect(engine_address(e.peer), &id);
@@ -129,16 +131,16 @@ std::vector<model::Action> EngineEndpoint::handle(model::Time now, const model::
         } else if constexpr (std::is_same_v<T, model::Close>) {
           dev_->close(e.conn, e.abort);
         } else if constexpr (std::is_same_v<T, model::Receive>) {
-          dev_->input(e.frame.data(), uint32_t(e.frame.size()));
+          mroce::testing::DeviceHooks::input(*dev_, e.frame.data(), uint32_t(e.frame.size()));
         } else {
-          dev_->advance();
+          mroce::testing::DeviceHooks::advance(*dev_);
         }
       },
       event);
   // What the device produced, in order.
   std::vector<std::vector<uint8_t>> frames = io_.take();
-  std::vector<uint8_t> order(Device::kMaxOrderLog());
-  order.resize(dev_->take_output_order(order.data(), order.size()));
+  std::vector<uint8_t> order(mroce::testing::DeviceHooks::kMaxOrderLog);
+  order.resize(mroce::testing::DeviceHooks::take_output_order(*dev_, order.data(), order.size()));
   size_t f = 0;
   for (uint8_t kind : order) {
     if (kind == 0) {

@@ -32,7 +32,8 @@
 //     semantics: the timers due before it fire at their own times, then it acts, then timers due now,
 //     then it sends what became sendable. A test harness can therefore drive the device in virtual
 //     time, one event at a time, in lockstep with the model: set a ManualClock, call input(frame) /
-//     advance() / post_*(), collect the frames handed to the PacketIo (io::CaptureIo) and the
+//     advance() (mroce/testing.hpp's DeviceHooks: harness hooks, not for applications) / post_*(),
+//     collect the frames handed to the PacketIo (io::CaptureIo) and the
 //     completions from poll_cq, and ask next_deadline() when to come back. progress() has the same
 //     semantics for frames that carry their arrival time (PacketBuf::rx_time, a NIC rx timestamp).
 //     Frames without one arrived at an unknown time since the last poll: they go before the timers
@@ -237,6 +238,9 @@ struct MemoryUsage {
 namespace engine {
 class Engine;
 }
+namespace testing {
+struct DeviceHooks;  // mroce/testing.hpp
+}
 
 class Device {
  public:
@@ -285,18 +289,8 @@ class Device {
   // stamped arrival fire first), then the timers due by now, then transmissions. Returns the number
   // of frames received (call again while it is non-zero).
   int progress() noexcept;
-  // Lockstep driving: only the timers due by clock.now() (and what they make sendable).
-  void advance() noexcept;
-  // Lockstep driving: one received frame, processed at clock.now(). The frame is only read.
-  void input(const uint8_t* frame, uint32_t len) noexcept;
   // The earliest pending timer (exact), if any.
   std::optional<Time> next_deadline() const noexcept;
-  // For harness adapters that must report everything in the order it happened: while on, the device
-  // records the kind of each output (0 a frame handed to the PacketIo, 1 a completion, 2 a connection
-  // event) in a bounded log; take_output_order() moves it out. Off by default (one branch per output).
-  void record_output_order(bool on) noexcept;
-  size_t take_output_order(uint8_t* kinds, size_t max) noexcept;
-  static constexpr size_t kMaxOrderLog() noexcept { return size_t(1) << 16; }  // outputs kept per take
 
   // ---- observation ----
   std::optional<ConnState> connection_state(uint32_t conn) const noexcept;
@@ -316,6 +310,7 @@ class Device {
   const DeviceConfig& config() const noexcept;
 
  private:
+  friend struct testing::DeviceHooks;
   explicit Device(std::unique_ptr<engine::Engine> e);
   std::unique_ptr<engine::Engine> e_;
 };
