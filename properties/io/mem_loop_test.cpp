@@ -1,11 +1,13 @@
-// impl/io: the route every frame the engine transmits carries in its PacketBuf (the UDP source port
-// it wrote, [R-ENC-6]).
+// impl/io: what the in-memory loop does to each frame for each fate, and the route every frame the
+// engine transmits carries in its PacketBuf (the UDP source port it wrote, [R-ENC-6]).
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <memory>
 #include <set>
 #include <vector>
 
+#include "impair/ecn.hpp"
 #include "impair/frame.hpp"
 #include "io/mem_loop.hpp"
 #include "mroce/mroce.hpp"
@@ -14,6 +16,98 @@ namespace mroce::testing {
 namespace {
 
 namespace im = impair;
+
+// An Ethernet / IPv4 / UDP frame with a valid header checksum, the given ECN and a BTH opcode.
+std::vector<uint8_t> ipv4_frame(uint8_t ecn, uint16_t sport, uint8_t fill) {
+    std::vector<uint8_t> f(14 + 20 + 8 + 16 + 64, fill);
+    im::store16(&f[12], im::kEtherIpv4);
+    f[14] = 0x45;
+    f[15] = uint8_t(26 << 2 | ecn);
+    im::store16(&f[16], uint16_t(f.size() - 14));
+    f[23] = 17;
+    im::store16(&f[24], im::ipv4_checksum({&f[14], 20}));
+    im::store16(&f[34], sport);
+    im::store16(&f[36], 4793);
+    f[43] = 0x02;
+    return f;
+}
+
+// Sends `frames` from port 0 (one burst) and returns what port 1 receives.
+std::vector<std::vector<uint8_t>> cross(io::MemLoop& loop, const std::vector<std::vector<uint8_t>>& frames) {
+    std::vector<io::PacketBuf*> out;
+    for (const auto& f : frames) {
+        io::PacketBuf* b = loop.port(0).alloc_tx();
+        EXPECT_NE(b, nullptr);
+        std::memcpy(b->data, f.data(), f.size());
+        b->len = uint32_t(f.size());
+        b->route = im::load16(&f[34]);
+        out.push_back(b);
+    }
+    loop.port(0).tx_burst(out.data(), uint16_t(out.size()));
+    std::vector<std::vector<uint8_t>> got;
+    io::PacketBuf* rx[64];
+    for (uint16_t n; (n = loop.port(1).rx_burst(rx, 64)) > 0;) {
+        for (uint16_t i = 0; i < n; ++i) {
+            got.emplace_back(rx[i]->data, rx[i]->data + rx[i]->len);
+            loop.port(1).free_rx(rx[i]);
+        }
+    }
+    return got;
+}
+
+TEST(MemLoop, EachFateDoesWhatItSays) {
+    io::MemLoop loop({});
+    const std::vector<io::Fate> fates = {io::Fate::Deliver, io::Fate::Drop,      io::Fate::MarkCe,
+                                         io::Fate::Corrupt, io::Fate::Duplicate, io::Fate::Delay};
+    size_t k = 0;
+    loop.filter = [&](int from, const uint8_t*, uint32_t) {
+        EXPECT_EQ(from, 0);
+        return fates[k++];
+    };
+    std::vector<std::vector<uint8_t>> sent;
+    for (uint8_t i = 0; i < fates.size(); ++i) sent.push_back(ipv4_frame(2, uint16_t(49152 + i), i));
+    const auto got = cross(loop, sent);
+    ASSERT_EQ(got.size(), 6u);  // 6 sent, 1 dropped, 1 duplicated
+    EXPECT_EQ(got[0], sent[0]);
+    auto ce = sent[2];
+    ASSERT_TRUE(im::mark_ce(ce));  // the one CE marking: ECT(0) -> CE, checksum updated
+    EXPECT_EQ(got[1], ce);
+    EXPECT_TRUE(im::ipv4_checksum_ok({&got[1][14], 20}));
+    auto bad = sent[3];
+    bad[bad.size() - 10] ^= 0x01;  // inside the ICRC coverage
+    EXPECT_EQ(got[2], bad);
+    EXPECT_EQ(got[3], sent[4]);  // the duplicate, right behind its original
+    EXPECT_EQ(got[4], sent[4]);
+    EXPECT_EQ(got[5], sent[5]);  // Delay: a FIFO wire delivers it in order
+    const auto& s = loop.stats();
+    EXPECT_EQ(s.sent[0], 6u);
+    EXPECT_EQ(s.dropped[0], 1u);
+    EXPECT_EQ(s.ce_marked[0], 1u);
+    EXPECT_EQ(s.corrupted[0], 1u);
+    EXPECT_EQ(s.duplicated[0], 1u);
+    EXPECT_EQ(s.undelayed[0], 1u);
+    EXPECT_EQ(s.delivered[0], 6u);
+    EXPECT_EQ(loop.pool().available(), loop.pool().capacity());  // every buffer came back
+}
+
+// MarkCe marks only ECN-capable frames, as a switch would; Not-ECT and CE frames pass unchanged.
+TEST(MemLoop, MarkCeOnlyOnEcnCapableFrames) {
+    io::MemLoop loop({});
+    loop.filter = [](int, const uint8_t*, uint32_t) { return io::Fate::MarkCe; };
+    std::vector<std::vector<uint8_t>> sent;
+    for (uint8_t ecn = 0; ecn < 4; ++ecn) sent.push_back(ipv4_frame(ecn, 49152, ecn));
+    const auto got = cross(loop, sent);
+    ASSERT_EQ(got.size(), 4u);
+    for (uint8_t ecn = 0; ecn < 4; ++ecn) {
+        const im::Ecn want = ecn == 1 || ecn == 2 ? im::Ecn::Ce : im::Ecn(ecn);
+        EXPECT_EQ(im::read_ecn(got[ecn]), want);
+        EXPECT_TRUE(im::ipv4_checksum_ok({&got[ecn][14], 20}));
+        if (ecn == 0 || ecn == 3) {
+            EXPECT_EQ(got[ecn], sent[ecn]);
+        }
+    }
+    EXPECT_EQ(loop.stats().ce_marked[0], 2u);
+}
 
 // A PacketIo in front of a MemLoop port that checks, for every frame handed to tx_burst, that
 // PacketBuf::route is the frame's UDP source port (what a port uses for ECMP instead of parsing).
