@@ -14,7 +14,10 @@
 #include <string_view>
 #include <vector>
 
+#include "impair/ecmp.hpp"
+#include "impair/ecn.hpp"
 #include "impair/fate.hpp"
+#include "impair/frame.hpp"
 #include "model/types.hpp"
 
 namespace mroce::harness {
@@ -72,26 +75,19 @@ struct NetConfig {
     bool operator==(const NetConfig&) const = default;
 };
 
-// Byte offsets of one frame's headers, parsed leniently (no validation beyond lengths).
-struct FrameLayout {
-    bool ipv6 = false;
-    size_t ip = 14, udp = 0, bth = 0;
-    uint16_t sport = 0;
-    uint8_t opcode = 0;
-};
-std::optional<FrameLayout> frame_layout(std::span<const uint8_t> frame);
-
-// Fixed ECMP hash: link = fmix32(sport) % links, fmix32 being MurmurHash3's 32-bit finalizer. The
-// same function in both directions; each direction has its own link states.
-uint16_t ecmp_link(uint16_t sport, uint16_t links);
-
-// Sets ECN to CE like a switch would: only when the frame carries ECT(0) or ECT(1); fixes the IPv4
-// header checksum. Returns whether the frame was marked.
-bool mark_ce(std::vector<uint8_t>& frame);
-
-// XORs one byte inside the IP packet (never the Ethernet header: a link's FCS would drop such a
-// frame before any switch or NIC saw it). Returns the frame offset changed.
-size_t corrupt_frame(std::vector<uint8_t>& frame, uint16_t offset, uint8_t mask);
+// What the network does to a frame's bytes is the impairment layer's, so that the harness, the
+// in-memory loop and the DPDK ports treat frames alike: the frame layout (impl/impair/frame.hpp:
+// header offsets, UDP source port, BTH opcode), corrupt_frame (XORs one byte of the IP packet,
+// never the Ethernet header: a link's FCS would drop such a frame; returns the frame offset
+// changed), mark_ce (impl/impair/ecn.hpp: CE only on ECT(0)/ECT(1) frames, as a switch; fixes the
+// IPv4 header checksum; returns whether it marked) and the ECMP hash (impl/impair/ecmp.hpp:
+// link = fmix32(sport) % links, MurmurHash3's 32-bit finalizer; the same function in both
+// directions, each direction having its own link states).
+using impair::corrupt_frame;
+using impair::ecmp_link;
+using impair::FrameLayout;
+using impair::frame_layout;
+using impair::mark_ce;
 
 class Network {
   public:

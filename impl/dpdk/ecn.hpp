@@ -9,7 +9,7 @@
 #include <optional>
 
 #include "dpdk/mbuf.hpp"
-#include "impair/frame.hpp"
+#include "impair/ecn.hpp"
 
 namespace mroce::dpdk {
 

@@ -1,22 +1,11 @@
 #include "dpdk/engine_port.hpp"
 
 #include <algorithm>
-#include <optional>
 #include <stdexcept>
 
-#include "impair/frame.hpp"
+#include "impair/ecmp.hpp"
 
 namespace mroce::dpdk {
-
-uint16_t ecmp_plane(uint16_t sport, uint16_t planes) {
-    uint32_t h = sport;
-    h ^= h >> 16;
-    h *= 0x85ebca6bu;
-    h ^= h >> 13;
-    h *= 0xc2b2ae35u;
-    h ^= h >> 16;
-    return planes == 0 ? 0 : uint16_t(h % planes);
-}
 
 EnginePort::EnginePort(IoContext& ctx, std::vector<size_t> planes) : ctx_(ctx), planes_(std::move(planes)) {
     if (planes_.empty()) throw std::invalid_argument("EnginePort: no plane");
@@ -74,6 +63,7 @@ io::PacketBuf* EnginePort::alloc_tx() noexcept {
     b->cap = rte_pktmbuf_tailroom(m);
     b->index = 0;
     b->pool = 0;
+    b->route = 0;
     return b;
 }
 
@@ -90,8 +80,7 @@ void EnginePort::tx_burst(io::PacketBuf** pkts, uint16_t n) noexcept {
             const uint32_t len = std::min<uint32_t>(b->len, uint32_t(m->data_len) + rte_pktmbuf_tailroom(m));
             m->data_len = uint16_t(len);
             m->pkt_len = len;
-            const auto lay = planes > 1 ? impair::frame_layout({b->data, len}) : std::nullopt;
-            plane_of[i] = planes > 1 ? ecmp_plane(lay ? lay->sport : 0, planes) : 0;
+            plane_of[i] = impair::ecmp_link(b->route, planes);  // the builder's route: no re-parse
         }
         // Per plane, in the engine's order.
         for (uint16_t p = 0; p < planes; ++p) {

@@ -4,9 +4,10 @@
 // mbufs: the io::PacketBuf the engine sees lives in the mbuf's private area (the IoContext must be
 // opened with IoOptions::mbuf_priv >= kEnginePriv), its `data` is the mbuf's data, so frames the
 // engine builds go out without a copy. Received frames come from every plane in turn (through each
-// plane's rx impairment); a frame the engine sends goes to plane ecmp(UDP source port) % planes,
-// the network's ECMP: a path's route (its source port, [R-ENC-6]) picks its plane, and re-pathing
-// moves it. Not thread-safe: one EnginePort per lcore.
+// plane's rx impairment); a frame the engine sends goes to plane impair::ecmp_link(route, planes)
+// (impl/impair/ecmp.hpp, the harness's ECMP hash, so a port run and an in-memory run put a route on
+// the same link): a path's route (its UDP source port, [R-ENC-6], carried in io::PacketBuf::route)
+// picks its plane, and re-pathing moves it. Not thread-safe: one EnginePort per lcore.
 #pragma once
 
 #include <rte_mbuf.h>
@@ -20,10 +21,6 @@
 namespace mroce::dpdk {
 
 inline constexpr uint16_t kEnginePriv = uint16_t(sizeof(io::PacketBuf));
-
-// MurmurHash3's fmix32 of the source port, modulo the planes (the harness's ecmp_link, so a port
-// run and an in-memory run put a route on the same link).
-uint16_t ecmp_plane(uint16_t sport, uint16_t planes);
 
 class EnginePort final : public io::PacketIo {
 public:

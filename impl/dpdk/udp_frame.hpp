@@ -9,7 +9,7 @@
 #include <span>
 
 #include "dpdk/addr.hpp"
-#include "impair/frame.hpp"
+#include "impair/ecn.hpp"
 
 namespace mroce::dpdk {
 

@@ -26,6 +26,22 @@ uint64_t address_key(const Address& a) noexcept {
 
 uint32_t be32(const uint8_t* p) noexcept { return uint32_t(p[0]) << 24 | uint32_t(p[1]) << 16 | uint32_t(p[2]) << 8 | p[3]; }
 
+// Begins a frame from `tpl` in `b` on `route`: the UDP source port [R-ENC-6], mirrored in the IPv6
+// flow label [R-ENC-4], and recorded in the buffer so that the port picks the frame's plane (ECMP)
+// without parsing it again. Returns the BTH.
+uint8_t* begin_frame(const fast::FrameTemplate& tpl, io::PacketBuf* b, bool data, uint16_t route) noexcept {
+  uint8_t* f = b->data;
+  uint8_t* bth = tpl.begin(f, data);
+  fast::detail::wr16(f + tpl.header_len() - fast::kUdpLen, route);
+  if (tpl.config().ipv6) {
+    f[15] &= 0xF0;
+    f[16] = uint8_t(route >> 8);
+    f[17] = uint8_t(route);
+  }
+  b->route = route;
+  return bth;
+}
+
 fast::PathConfig path_config(const DeviceConfig& cfg, const Address& peer) noexcept {
   fast::PathConfig pc;
   pc.eth_dst = peer.mac;
@@ -305,17 +321,7 @@ io::PacketBuf* Engine::frame_begin(const Conn& c, bool data, uint16_t route, uin
     ++counters_.tx_no_buffer;  // built into a scratch buffer and dropped, like a lost packet
     b = &scratch_buf_;
   }
-  const Peer& pr = peers_[c.peer];
-  uint8_t* f = b->data;
-  *bth = pr.tpl.begin(f, data);
-  // The route is the UDP source port [R-ENC-6], mirrored in the IPv6 flow label [R-ENC-4].
-  const uint32_t l4 = pr.tpl.header_len() - fast::kUdpLen;
-  fast::detail::wr16(f + l4, route);
-  if (pr.tpl.config().ipv6) {
-    f[15] &= 0xF0;
-    f[16] = uint8_t(route >> 8);
-    f[17] = uint8_t(route);
-  }
+  *bth = begin_frame(peers_[c.peer].tpl, b, data, route);
   return b;
 }
 
@@ -592,14 +598,7 @@ void Engine::on_connect(const View& v) noexcept {
       ++counters_.tx_no_buffer;
       return;
     }
-    const fast::FrameTemplate tpl(path_config(cfg_, from));
-    uint8_t* bth = tpl.begin(b->data, false);
-    fast::detail::wr16(b->data + tpl.header_len() - fast::kUdpLen, default_route(0, 0, 0));
-    if (tpl.config().ipv6) {
-      b->data[15] &= 0xF0;
-      b->data[16] = uint8_t(default_route(0, 0, 0) >> 8);
-      b->data[17] = uint8_t(default_route(0, 0, 0));
-    }
+    uint8_t* bth = begin_frame(fast::FrameTemplate(path_config(cfg_, from)), b, false, default_route(0, 0, 0));
     fast::BthFields bf;
     bf.dcid = scid;
     bf.timestamp = static_cast<uint32_t>(now_);

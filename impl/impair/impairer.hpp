@@ -23,6 +23,7 @@
 #include <string_view>
 #include <vector>
 
+#include "impair/ecn.hpp"
 #include "impair/fate.hpp"
 #include "impair/frame.hpp"
 

@@ -4,6 +4,8 @@
 #include <bit>
 #include <cstring>
 
+#include "impair/ecn.hpp"
+
 namespace mroce::io {
 
 BufPool::BufPool(uint32_t count, uint32_t buf_size)
@@ -21,33 +23,6 @@ BufPool::BufPool(uint32_t count, uint32_t buf_size)
     bufs_[i].index = i;
     free_[i] = count - 1 - i;  // hand out low indices first
   }
-}
-
-bool mark_ce(uint8_t* f, uint32_t len) noexcept {
-  if (len < 34) return false;
-  const uint16_t type = uint16_t(f[12] << 8 | f[13]);
-  if (type == 0x0800) {
-    const uint8_t ecn = f[15] & 3;
-    if (ecn != 1 && ecn != 2) return false;
-    f[15] |= 3;
-    // Recompute the header checksum (RFC 1071) over the 20-byte header.
-    f[24] = f[25] = 0;
-    uint32_t s = 0;
-    for (int i = 0; i < 20; i += 2) s += uint32_t(f[14 + i] << 8 | f[15 + i]);
-    while (s >> 16) s = (s & 0xFFFF) + (s >> 16);
-    const uint16_t c = uint16_t(~s);
-    f[24] = uint8_t(c >> 8);
-    f[25] = uint8_t(c);
-    return true;
-  }
-  if (type == 0x86DD && len >= 54) {
-    const uint8_t tc = uint8_t((f[14] & 0x0F) << 4 | f[15] >> 4);
-    const uint8_t ecn = tc & 3;
-    if (ecn != 1 && ecn != 2) return false;
-    f[15] |= 0x30;  // ECN bits are the low 2 bits of the traffic class: bits 4..5 of byte 15
-    return true;
-  }
-  return false;
 }
 
 class MemLoop::Port final : public PacketIo {
@@ -79,33 +54,57 @@ MemLoop::~MemLoop() = default;
 PacketIo& MemLoop::port(int i) { return *ports_[i & 1]; }
 
 void MemLoop::send(int from, PacketBuf** pkts, uint16_t n) noexcept {
-  Ring& r = ring_[1 - from];
   const uint64_t at = opt_.clock ? opt_.clock->now_us() + opt_.delay_us : 0;
   for (uint16_t i = 0; i < n; ++i) {
     PacketBuf* b = pkts[i];
     ++stats_.sent[from];
-    if (filter) {
-      const Fate f = filter(from, b->data, b->len);
-      if (f == Fate::Drop) {
+    PacketBuf* copy = nullptr;
+    switch (filter ? filter(from, b->data, b->len) : Fate::Deliver) {
+      case Fate::Deliver:
+        break;
+      case Fate::Drop:
         ++stats_.dropped[from];
         pool_.free(b);
         continue;
-      }
-      if (f == Fate::MarkCe && mark_ce(b->data, b->len)) ++stats_.ce_marked[from];
-      if (f == Fate::Corrupt && b->len >= 10) {
-        b->data[b->len - 10] ^= 0x01;
-        ++stats_.corrupted[from];
-      }
+      case Fate::MarkCe:
+        if (impair::mark_ce({b->data, b->len})) ++stats_.ce_marked[from];
+        break;
+      case Fate::Corrupt:
+        if (b->len >= 10) {
+          b->data[b->len - 10] ^= 0x01;
+          ++stats_.corrupted[from];
+        }
+        break;
+      case Fate::Duplicate:
+        if ((copy = pool_.alloc()) != nullptr && b->len <= copy->cap) {
+          std::memcpy(copy->data, b->data, b->len);
+          copy->len = b->len;
+          copy->route = b->route;
+          ++stats_.duplicated[from];
+        } else if (copy) {
+          pool_.free(copy);
+          copy = nullptr;
+        }
+        break;
+      case Fate::Delay:
+        ++stats_.undelayed[from];
+        break;
     }
-    if (r.tail - r.head > r.mask) {
-      ++stats_.ring_full[from];
-      pool_.free(b);
-      continue;
-    }
-    r.buf[r.tail & r.mask] = b;
-    r.at[r.tail & r.mask] = at;
-    ++r.tail;
+    enqueue(from, b, at);
+    if (copy) enqueue(from, copy, at);
   }
+}
+
+void MemLoop::enqueue(int from, PacketBuf* b, uint64_t at) noexcept {
+  Ring& r = ring_[1 - from];
+  if (r.tail - r.head > r.mask) {
+    ++stats_.ring_full[from];
+    pool_.free(b);
+    return;
+  }
+  r.buf[r.tail & r.mask] = b;
+  r.at[r.tail & r.mask] = at;
+  ++r.tail;
 }
 
 uint16_t MemLoop::receive(int to, PacketBuf** out, uint16_t n) noexcept {

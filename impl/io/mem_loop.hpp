@@ -4,7 +4,7 @@
 // (0: at once), in transmission order. With a clock, received frames carry their delivery time as
 // PacketBuf::rx_time (a NIC rx timestamp); without one, rx_time is 0 (unknown). Buffers move between the ports without copying: the sender's tx
 // buffer becomes the receiver's rx buffer and returns to the shared pool when the receiver frees it.
-// An optional filter decides each frame's fate (deliver, drop, or mark CE as a switch would), so
+// An optional filter decides each frame's fate (deliver, drop, mark CE as a switch would, ...), so
 // tests can impose loss and congestion marks.
 #pragma once
 
@@ -12,16 +12,18 @@
 #include <functional>
 #include <memory>
 
+#include "impair/fate.hpp"
 #include "io/packet_io.hpp"
 
 namespace mroce::io {
 
-// Corrupt flips one bit of the frame's 10th byte from the end (inside the ICRC coverage).
-enum class Fate : uint8_t { Deliver, Drop, MarkCe, Corrupt };
-
-// Sets the ECN field of an IPv4/IPv6 frame to CE (11) when it carries ECT(0) or ECT(1), fixing the
-// IPv4 header checksum. Returns whether the frame was marked.
-bool mark_ce(uint8_t* frame, uint32_t len) noexcept;
+// A frame's fate on the wire: the kinds of the harness's network and the impairment layer
+// (impair::PacketFate::Kind; one fate enum for every network). The loop applies Deliver, Drop,
+// MarkCe (impair::mark_ce: only ECT(0)/ECT(1) frames, IPv4 checksum fixed, as a switch), Corrupt
+// (flips the low bit of the frame's 10th byte from the end, inside the ICRC coverage) and Duplicate
+// (a copy right behind the frame, if the pool has a buffer). A FIFO wire cannot reorder: Delay
+// delivers the frame in order (counted as `undelayed`).
+using Fate = impair::PacketFate::Kind;
 
 class MemLoop {
  public:
@@ -55,6 +57,8 @@ class MemLoop {
     uint64_t dropped[2] = {0, 0};
     uint64_t ce_marked[2] = {0, 0};
     uint64_t corrupted[2] = {0, 0};
+    uint64_t duplicated[2] = {0, 0};  // copies made (delivered on top of the frames sent)
+    uint64_t undelayed[2] = {0, 0};   // Delay fates delivered in order
     uint64_t ring_full[2] = {0, 0};
   };
   const Stats& stats() const noexcept { return stats_; }
@@ -68,6 +72,7 @@ class MemLoop {
     uint32_t mask = 0, head = 0, tail = 0;
   };
   void send(int from, PacketBuf** pkts, uint16_t n) noexcept;
+  void enqueue(int from, PacketBuf* b, uint64_t at) noexcept;
   uint16_t receive(int to, PacketBuf** out, uint16_t n) noexcept;
 
   Options opt_;

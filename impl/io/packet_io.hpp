@@ -24,6 +24,9 @@ struct PacketBuf {
   uint32_t pool = 0;        // owner tag (for pools shared by several ports)
   uint64_t rx_time = 0;     // arrival time (µs, the Clock's timescale) of a received frame, as a NIC
                             // rx timestamp; 0 = unknown
+  uint16_t route = 0;       // a frame given to tx_burst: its UDP source port, the route of its path
+                            // ([R-ENC-6]), set by whoever built it, so a port picks the frame's
+                            // plane (ECMP) without parsing it again
 };
 
 // A fixed set of equally sized buffers allocated once; alloc/free are O(1) and never touch the heap.
@@ -38,6 +41,7 @@ class BufPool {
     if (free_n_ == 0) return nullptr;
     PacketBuf* b = &bufs_[free_[--free_n_]];
     b->len = 0;
+    b->route = 0;
     return b;
   }
   void free(PacketBuf* b) noexcept { free_[free_n_++] = b->index; }
@@ -54,7 +58,8 @@ class BufPool {
 
 // One port. rx_burst returns up to n received frames, which the caller gives back with free_rx once
 // processed. alloc_tx gives an empty buffer for building a frame; tx_burst takes ownership of every
-// frame it is given (a port that cannot send drops and frees them, as a NIC would).
+// frame it is given (a port that cannot send drops and frees them, as a NIC would). A frame given to
+// tx_burst has `len` and `route` set.
 class PacketIo {
  public:
   virtual ~PacketIo() = default;

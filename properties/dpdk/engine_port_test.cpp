@@ -1,5 +1,6 @@
 // The engine's io::PacketIo on DPDK ports: frames built in place in PacketBufs cross net_ring
-// planes byte for byte without a copy, spread over the planes by ECMP on the UDP source port.
+// planes byte for byte without a copy, spread over the planes by ECMP on the UDP source port (the
+// route the builder recorded in PacketBuf::route).
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -9,6 +10,7 @@
 
 #include "dpdk/engine_port.hpp"
 #include "dpdk/udp_frame.hpp"
+#include "impair/ecmp.hpp"
 #include "impair/prng.hpp"
 
 using namespace mroce;
@@ -34,6 +36,7 @@ size_t build(io::PacketBuf* b, uint64_t seq, uint16_t sport, size_t len) {
     std::memcpy(b->data + off + 16, &seq, 8);
     for (size_t i = off + 24; i < len; ++i) b->data[i] = uint8_t(impair::mix64(seq + i));
     b->len = uint32_t(len);
+    b->route = sport;  // what the engine's frame builder records: the port reads it, never the frame
     return off;
 }
 
@@ -61,7 +64,7 @@ TEST(DpdkEnginePort, FramesCrossPlanesByEcmpWithoutCopy) {
             build(burst[k], seq, sport, 100 + seq % 8000);
             want[seq].assign(burst[k]->data, burst[k]->data + burst[k]->len);
             sent_data[burst[k]->data] = seq;
-            ++per_plane_want[ecmp_plane(sport, 2)];
+            ++per_plane_want[impair::ecmp_link(sport, 2)];
         }
         a.tx_burst(burst, k);
         io::PacketBuf* rx[32];

@@ -1,16 +1,21 @@
 // The impairment layer's dependency-free core: the PRNG and fate generator pinned to the outputs
-// of the harness's generator (so the two stay equal), fate statistics, frame byte operations, and
+// of the harness's generator (so the two stay equal), fate statistics, frame byte operations (layout,
+// CE marking, corruption), the ECMP hash, and
 // the online decision rules (exemption, blackholes, virtual queue).
 #include <gtest/gtest.h>
 #include <rapidcheck.h>
 #include <rapidcheck/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <map>
+#include <span>
 #include <string>
 #include <vector>
 
+#include "impair/ecmp.hpp"
+#include "impair/ecn.hpp"
 #include "impair/fate.hpp"
 #include "impair/frame.hpp"
 #include "impair/impairer.hpp"
@@ -285,7 +290,7 @@ TEST(ImpairKnobs, StringRoundTripAndErrors) {
 // --- Frame byte operations ---
 
 // [R-ENC-3] the IPv4 header checksum stays valid after CE marking, and the incremental update
-// (RFC 1624) gives the same field as recomputing it (the harness recomputes).
+// (RFC 1624) gives the same field as recomputing it (RFC 1071).
 RC_GTEST_PROP(ImpairFrame, R_ENC_3_CeMarkKeepsIpv4ChecksumValid, ()) {
     std::array<uint8_t, 20> h;
     for (auto& b : h) b = *rc::gen::arbitrary<uint8_t>();
@@ -344,6 +349,149 @@ TEST(ImpairFrame, CorruptionStaysInsideTheIpPacket) {
     }
     std::vector<uint8_t> tiny(14, 0);
     EXPECT_EQ(corrupt_frame(tiny, 5, 0xff), 0u);
+}
+
+// A pinned example, so a change of the checksum arithmetic shows: 10.0.0.1 -> 10.0.0.2, DSCP 26
+// ECT(1), checksum 0x262e; marked: TOS 0x6b, checksum 0x262c (both computed by hand, RFC 1071).
+TEST(ImpairFrame, CeMarkIpv4PinnedChecksum) {
+    const std::array<uint8_t, 20> ip = {0x45, 0x69, 0x00, 0x54, 0x00, 0x00, 0x40, 0x00, 0x40, 0x11,
+                                        0x26, 0x2e, 0x0a, 0x00, 0x00, 0x01, 0x0a, 0x00, 0x00, 0x02};
+    std::vector<uint8_t> f(14 + 0x54, 0);
+    store16(&f[12], kEtherIpv4);
+    std::copy(ip.begin(), ip.end(), f.begin() + 14);
+    ASSERT_TRUE(ipv4_checksum_ok({&f[14], 20}));
+    const auto before = f;
+    ASSERT_TRUE(mark_ce(f));
+    EXPECT_EQ(f[15], 0x6b);
+    EXPECT_EQ(load16(&f[24]), 0x262c);
+    for (size_t i = 0; i < f.size(); ++i)
+        if (i != 15 && i != 24 && i != 25) {
+            EXPECT_EQ(f[i], before[i]) << "byte " << i;
+        }
+    EXPECT_FALSE(mark_ce(f));  // already CE: left alone
+}
+
+// [R-ENC-3] with IPv4 options (IHL 6..15): the updated checksum equals the one recomputed over the
+// whole header (what the harness's network used to do), and only the ECN bits and the checksum change.
+RC_GTEST_PROP(ImpairFrame, CeMarkIpv4WithOptionsEqualsRecompute, ()) {
+    const size_t ihl = *rc::gen::inRange<size_t>(5, 16);
+    std::vector<uint8_t> f(14 + ihl * 4 + 8 + 16);
+    for (auto& b : f) b = *rc::gen::arbitrary<uint8_t>();
+    store16(&f[12], kEtherIpv4);
+    f[14] = uint8_t(0x40 | ihl);
+    const uint8_t ecn = *rc::gen::inRange<uint8_t>(0, 4);
+    f[15] = uint8_t((f[15] & 0xfc) | ecn);
+    const std::span<uint8_t> hdr(&f[14], ihl * 4);
+    store16(&f[24], ipv4_checksum(hdr));
+    const auto before = f;
+    const bool marked = mark_ce(f);
+    RC_ASSERT(marked == (ecn == 1 || ecn == 2));
+    if (!marked) {
+        RC_ASSERT(f == before);
+        return;
+    }
+    RC_ASSERT(read_ecn(f) == Ecn::Ce);
+    RC_ASSERT(ipv4_checksum_ok(hdr));
+    RC_ASSERT(load16(&f[24]) == ipv4_checksum(hdr));
+    for (size_t i = 0; i < f.size(); ++i)
+        if (i != 15 && i != 24 && i != 25) RC_ASSERT(f[i] == before[i]);
+    RC_ASSERT((f[15] & 0xfc) == (before[15] & 0xfc));
+}
+
+// IPv6 has no header checksum: marking changes the two ECN bits of the traffic class and nothing
+// else (version, DSCP, flow label kept).
+RC_GTEST_PROP(ImpairFrame, CeMarkIpv6TouchesOnlyTheEcnBits, ()) {
+    std::vector<uint8_t> f(14 + 40 + 8 + 16);
+    for (auto& b : f) b = *rc::gen::arbitrary<uint8_t>();
+    store16(&f[12], kEtherIpv6);
+    f[14] = uint8_t(0x60 | (f[14] & 0x0f));
+    const auto before = f;
+    const Ecn ecn = *read_ecn(f);
+    const bool marked = mark_ce(f);
+    RC_ASSERT(marked == (ecn == Ecn::Ect0 || ecn == Ecn::Ect1));
+    if (marked) {
+        RC_ASSERT(read_ecn(f) == Ecn::Ce);
+        RC_ASSERT(f[15] == uint8_t(before[15] | 0x30));
+        RC_ASSERT(read_dscp(f) == read_dscp(before));
+    }
+    for (size_t i = 0; i < f.size(); ++i)
+        if (i != 15) RC_ASSERT(f[i] == before[i]);
+}
+
+// Frames that are not IPv4 / IPv6 (ARP, a wrong version nibble, a truncated header) are never changed.
+TEST(ImpairFrame, CeMarkLeavesOtherFramesAlone) {
+    auto arp = make_frame(false, 2, 49152, 1);
+    store16(&arp[12], 0x0806);
+    auto v4_bad_version = make_frame(false, 2, 49152, 1);
+    v4_bad_version[14] = 0x65;
+    auto v6_bad_version = make_frame(true, 2, 49152, 1);
+    v6_bad_version[14] = uint8_t(0x40 | (v6_bad_version[14] & 0x0f));
+    std::vector<uint8_t> truncated(15, 0);
+    store16(&truncated[12], kEtherIpv4);
+    for (auto* f : {&arp, &v4_bad_version, &v6_bad_version, &truncated}) {
+        const auto before = *f;
+        EXPECT_FALSE(mark_ce(*f));
+        EXPECT_EQ(*f, before);
+    }
+}
+
+TEST(ImpairFrame, LayoutFindsUdpAndBth) {
+    struct Case {
+        bool v6;
+        uint16_t sport;
+        uint8_t opcode;
+        size_t udp;
+    };
+    for (const Case c : {Case{false, 49153, 0x22, 34}, Case{true, 50000, 0x01, 54}}) {
+        const auto f = make_frame(c.v6, 0, c.sport, c.opcode);
+        const auto l = frame_layout(f);
+        ASSERT_TRUE(l);
+        EXPECT_EQ(l->ipv6, c.v6);
+        EXPECT_EQ(l->udp, c.udp);
+        EXPECT_EQ(l->bth, c.udp + 8);
+        EXPECT_EQ(l->sport, c.sport);
+        EXPECT_EQ(l->dport, 4793);
+        EXPECT_EQ(l->opcode, c.opcode);
+        // The opcode needs two BTH bytes; the UDP header is required.
+        EXPECT_FALSE(frame_layout(std::span<const uint8_t>(f.data(), c.udp + 9))->opcode);
+        EXPECT_FALSE(frame_layout(std::span<const uint8_t>(f.data(), c.udp + 7)));
+    }
+    EXPECT_FALSE(frame_layout(std::span<const uint8_t>(make_frame(false, 0, 1, 1).data(), 13)));
+}
+
+// --- ECMP hash (impl/impair/ecmp.hpp: the harness's links and the DPDK planes) ---
+
+// Pinned: MurmurHash3's fmix32 (fmix32(1) = 0x514e28b7 is its published value). A change of the
+// hash moves routes to other links and so changes every recorded trace: it must show here.
+TEST(ImpairEcmp, HashIsPinnedFmix32) {
+    static_assert(ecmp_hash(0) == 0);
+    EXPECT_EQ(ecmp_hash(1), 0x514e28b7u);
+    EXPECT_EQ(ecmp_hash(4793), 0xe4c1c358u);
+    EXPECT_EQ(ecmp_hash(49152), 0x4ae34609u);
+    EXPECT_EQ(ecmp_hash(49153), 0x7e8c174bu);
+    EXPECT_EQ(ecmp_hash(50000), 0x1d54feeau);
+    EXPECT_EQ(ecmp_hash(65535), 0xa23bae67u);
+    EXPECT_EQ(ecmp_link(49152, 4), 1);
+    EXPECT_EQ(ecmp_link(49153, 4), 3);
+    EXPECT_EQ(ecmp_link(50000, 4), 2);
+    EXPECT_EQ(ecmp_link(50000, 3), 1);
+    EXPECT_EQ(ecmp_link(12345, 1), 0);
+    EXPECT_EQ(ecmp_link(12345, 0), 0);  // no links: link 0, no division by zero
+}
+
+// The ephemeral source ports (the routes the engine draws) spread evenly over any link count, and
+// the next port (a re-pathed route) stays on the same link only about 1 time in `links`.
+TEST(ImpairEcmp, SpreadsSourcePorts) {
+    for (uint16_t links : {2, 3, 4, 8, 16}) {
+        std::vector<int> hist(links, 0);
+        for (uint32_t sport = 49152; sport <= 65535; ++sport) ++hist[ecmp_link(uint16_t(sport), links)];
+        const double mean = 16384.0 / links;
+        for (int h : hist) EXPECT_NEAR(h, mean, mean * 0.1) << links << " links";
+    }
+    int same = 0;
+    for (uint32_t sport = 49152; sport < 65535; ++sport)
+        same += ecmp_link(uint16_t(sport), 4) == ecmp_link(uint16_t(sport + 1), 4);
+    EXPECT_NEAR(same, 16383 / 4, 16383 / 4 * 0.15);
 }
 
 // --- Online decisions ---

@@ -14,6 +14,7 @@
 
 #include "dpdk/io.hpp"
 #include "dpdk/udp_frame.hpp"
+#include "impair/frame.hpp"
 
 using namespace mroce::dpdk;
 
