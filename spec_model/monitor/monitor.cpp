@@ -951,6 +951,15 @@ struct Monitor::State {
         uint64_t base_us = t.have_sample ? cfg.rto_min_us : cfg.rto_init_us;
         for (uint32_t i = 0; i < t.backoff && base_us < cfg.rto_max_us; ++i) base_us *= 2;
         base_us = std::min<uint64_t>(base_us, std::max(cfg.rto_max_us, t.have_sample ? cfg.rto_min_us : cfg.rto_init_us));
+        if (earliest != INT64_MAX && rnr_unsettled(t) && p.udp_sport == t.route) {
+            // Real time, RNR activity, and no re-path: not an RTO (an expiry re-paths) but, most
+            // likely, the retry of an RNR NAK that the tap recorded after the sender had processed
+            // it. This PSN is taken as lost; the timers and the path state are not judged here.
+            indeterminate("R-REL-7");
+            indeterminate("R-PATH-4");
+            if (TxPath::Out* o = t.find(p.psn); o && o->state == PsnState::InFlight) o->state = PsnState::Lost, o->acked_at = now;
+            return;
+        }
         if (earliest != INT64_MAX && rnr_unsettled(t)) {
             indeterminate("R-REL-7");
         } else if (earliest != INT64_MAX && !cfg.virtual_time) {
