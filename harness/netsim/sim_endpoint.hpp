@@ -44,6 +44,26 @@ class SimEndpoint {
     virtual std::optional<model::Time> next_deadline() const = 0;
 };
 
+// An endpoint that wraps another (a tap, an observer): every observation is the inner endpoint's;
+// a subclass overrides handle() and calls in_->handle() itself.
+class WrappingEndpoint : public SimEndpoint {
+  public:
+    explicit WrappingEndpoint(std::unique_ptr<SimEndpoint> inner) : in_(std::move(inner)) {}
+    std::vector<model::Action> handle(model::Time now, const model::Event& e) override { return in_->handle(now, e); }
+    std::optional<std::vector<uint8_t>> read_memory(uint64_t va, uint64_t len) const override { return in_->read_memory(va, len); }
+    std::vector<uint32_t> connections() const override { return in_->connections(); }
+    std::optional<model::ConnState> connection_state(uint32_t c) const override { return in_->connection_state(c); }
+    std::optional<model::PathView> path_view(uint32_t c, uint16_t p) const override { return in_->path_view(c, p); }
+    uint16_t path_count(uint32_t c) const override { return in_->path_count(c); }
+    std::map<uint32_t, uint32_t> rate_shares() const override { return in_->rate_shares(); }
+    uint32_t capacity_mbps() const override { return in_->capacity_mbps(); }
+    size_t outstanding_work(uint32_t c) const override { return in_->outstanding_work(c); }
+    std::optional<model::Time> next_deadline() const override { return in_->next_deadline(); }
+
+  protected:
+    std::unique_ptr<SimEndpoint> in_;
+};
+
 // Builds an endpoint from a model configuration (the engine adapter translates it to its own).
 using EndpointFactory = std::function<std::unique_ptr<SimEndpoint>(const model::Config&)>;
 

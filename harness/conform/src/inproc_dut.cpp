@@ -214,8 +214,10 @@ private:
     }
     void collect() {
         for (auto& f : io_.take()) {
-            auto r = ref::decode(f);
-            sent_data_ = sent_data_ || (r.ok() && ref::is_data_opcode(r.packet.opcode));
+            if (canary_ == "livelock" && !sent_data_) {  // only the livelock canary asks
+                auto r = ref::decode(f);
+                sent_data_ = r.ok() && ref::is_data_opcode(r.packet.opcode);
+            }
             out_.push_back({clock_.now_us(), tamper(std::move(f))});
         }
     }

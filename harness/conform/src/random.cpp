@@ -18,10 +18,10 @@ namespace {
 
 // The DUT endpoint with a tap: every frame it receives and every frame it sends, in order, to the
 // monitor (frames are acted on one at a time: virtual time).
-class Tapped final : public harness::SimEndpoint {
+class Tapped final : public harness::WrappingEndpoint {
 public:
     Tapped(std::unique_ptr<harness::SimEndpoint> inner, monitor::Monitor& m, uint64_t& frames, std::string canary)
-        : in_(std::move(inner)), m_(m), n_(frames), canary_(std::move(canary)) {}
+        : WrappingEndpoint(std::move(inner)), m_(m), n_(frames), canary_(std::move(canary)) {}
 
     std::vector<model::Action> handle(model::Time now, const model::Event& event) override {
         if (const auto* r = std::get_if<model::Receive>(&event)) m_.frame(++n_, monitor::Nanos(now) * 1000, r->frame);
@@ -29,26 +29,18 @@ public:
         auto actions = in_->handle(now, event);
         for (auto& a : actions)
             if (auto* t = std::get_if<model::Transmit>(&a)) {
-                auto r = ref::decode(t->frame);
-                sent_data_ = sent_data_ || (r.ok() && ref::is_data_opcode(r.packet.opcode));
+                if (canary_ == "livelock" && !sent_data_) {
+                    auto r = ref::decode(t->frame);
+                    sent_data_ = r.ok() && ref::is_data_opcode(r.packet.opcode);
+                }
                 tamper(t->frame);
                 m_.frame(++n_, monitor::Nanos(now) * 1000, t->frame);
             }
         return actions;
     }
-    std::optional<std::vector<uint8_t>> read_memory(uint64_t va, uint64_t len) const override { return in_->read_memory(va, len); }
-    std::vector<uint32_t> connections() const override { return in_->connections(); }
-    std::optional<model::ConnState> connection_state(uint32_t c) const override { return in_->connection_state(c); }
-    std::optional<model::PathView> path_view(uint32_t c, uint16_t p) const override { return in_->path_view(c, p); }
-    uint16_t path_count(uint32_t c) const override { return in_->path_count(c); }
-    std::map<uint32_t, uint32_t> rate_shares() const override { return in_->rate_shares(); }
-    uint32_t capacity_mbps() const override { return in_->capacity_mbps(); }
-    size_t outstanding_work(uint32_t c) const override { return in_->outstanding_work(c); }
-    std::optional<model::Time> next_deadline() const override { return in_->next_deadline(); }
 
 private:
     void tamper(std::vector<uint8_t>& f) const { f = apply_canary(canary_, std::move(f)); }
-    std::unique_ptr<harness::SimEndpoint> in_;
     monitor::Monitor& m_;
     uint64_t& n_;
     std::string canary_;

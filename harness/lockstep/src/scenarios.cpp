@@ -16,11 +16,11 @@ using harness::PacketFate;
 using harness::Side;
 
 // Forwards everything to the wrapped endpoint and records what the scenario's checks observe.
-class ObservingEndpoint final : public harness::SimEndpoint {
+class ObservingEndpoint final : public harness::WrappingEndpoint {
  public:
   ObservingEndpoint(std::unique_ptr<harness::SimEndpoint> inner, std::shared_ptr<Observed> obs, Side side,
                     StepHook hook)
-      : in_(std::move(inner)), obs_(std::move(obs)), side_(side), hook_(std::move(hook)) {}
+      : WrappingEndpoint(std::move(inner)), obs_(std::move(obs)), side_(side), hook_(std::move(hook)) {}
 
   ~ObservingEndpoint() override {
     // The harness destroys the endpoints when the run ends: the final state.
@@ -43,20 +43,7 @@ class ObservingEndpoint final : public harness::SimEndpoint {
     if (hook_) hook_(*obs_, side_, now, *in_);
     return acts;
   }
-  std::optional<std::vector<uint8_t>> read_memory(uint64_t va, uint64_t len) const override {
-    return in_->read_memory(va, len);
-  }
-  std::vector<uint32_t> connections() const override { return in_->connections(); }
-  std::optional<model::ConnState> connection_state(uint32_t c) const override { return in_->connection_state(c); }
-  std::optional<model::PathView> path_view(uint32_t c, uint16_t p) const override { return in_->path_view(c, p); }
-  uint16_t path_count(uint32_t c) const override { return in_->path_count(c); }
-  std::map<uint32_t, uint32_t> rate_shares() const override { return in_->rate_shares(); }
-  uint32_t capacity_mbps() const override { return in_->capacity_mbps(); }
-  size_t outstanding_work(uint32_t c) const override { return in_->outstanding_work(c); }
-  std::optional<model::Time> next_deadline() const override { return in_->next_deadline(); }
-
  private:
-  std::unique_ptr<harness::SimEndpoint> in_;
   std::shared_ptr<Observed> obs_;
   Side side_;
   StepHook hook_;
