@@ -370,6 +370,11 @@ json plane_stats(dpdk::IoContext& ctx, const std::vector<size_t>& planes) {
     for (size_t k = 0; k < planes.size(); ++k) {
         const auto c = ctx.port(planes[k]).counters();
         json o{{"plane", k}, {"tx_frames", c.tx_frames}, {"rx_frames", c.rx_frames}};
+        // Frames the host lost before the wire (a full tx queue, no mbuf, a missed rx): a loss
+        // that no impairment asked for, shown so a run's retransmissions can be explained.
+        if (c.tx_full) o["tx_full"] = c.tx_full;
+        if (c.rx_missed) o["rx_missed"] = c.rx_missed;
+        if (c.rx_nombuf) o["rx_nombuf"] = c.rx_nombuf;
         if (auto* imp = ctx.rx_impairment(planes[k])) o["impair_rx_dropped"] = imp->stats().dropped;
         arr.push_back(o);
     }
@@ -434,6 +439,15 @@ private:
     bool dirty_ = false;
 };
 
+// Resource limits an engine met (zero in a healthy run): they explain loss no impairment caused.
+json limit_stats(const Counters& k) {
+    return {{"tx_no_buffer", k.tx_no_buffer},
+            {"window_block_waits", k.window_block_waits},
+            {"cq_overflow", k.cq_overflow},
+            {"out_of_window", k.out_of_window},
+            {"unknown_dcid", k.unknown_dcid}};
+}
+
 json summary(const Common& c, uint64_t msgs, uint64_t bytes, double secs, const Device& sender, uint32_t conn) {
     const auto& k = sender.counters();
     return {{"op", op_name(c.op)},
@@ -447,7 +461,8 @@ json summary(const Common& c, uint64_t msgs, uint64_t bytes, double secs, const 
             {"repaths", k.repaths},
             {"probes", k.probes_sent},
             {"data_packets", k.data_sent},
-            {"paths", path_stats(sender, conn)}};
+            {"paths", path_stats(sender, conn)},
+            {"sender_limits", limit_stats(k)}};
 }
 
 // ---- loopback: both ends in one process over net_ring planes ----
@@ -573,9 +588,11 @@ json run_loopback(const LoopbackParams& p) {
     if (!client.first_error.empty()) r["error"] = client.first_error;
     else if (!server.first_error.empty()) r["error"] = server.first_error;
     else if (!stall.empty()) r["error"] = stall;
+    r["planes_b"] = plane_stats(ctx, pb);
     r["receiver"] = {{"duplicates", b->counters().duplicates},
                      {"naks_sent", b->counters().naks_sent},
-                     {"acks_sent", b->counters().acks_sent}};
+                     {"acks_sent", b->counters().acks_sent},
+                     {"limits", limit_stats(b->counters())}};
     return r;
 }
 

@@ -1,8 +1,8 @@
 #include "dpdk/eal.hpp"
 
-#include <rte_cycles.h>
 #include <rte_eal.h>
 #include <rte_errno.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -15,8 +15,14 @@ namespace mroce::dpdk {
 namespace {
 
 Eal* g_eal = nullptr;
-uint64_t g_tsc_hz = 0;
-uint64_t g_tsc_start = 0;
+bool g_clock_started = false;
+uint64_t g_start_ns = 0;
+
+uint64_t monotonic_ns() {
+    timespec ts{};
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return uint64_t(ts.tv_sec) * 1000000000u + uint64_t(ts.tv_nsec);
+}
 
 }  // namespace
 
@@ -59,8 +65,8 @@ Eal::Eal(const EalOptions& o) : opts_(o) {
     argv.push_back(nullptr);
     if (rte_eal_init(int(args.size()), argv.data()) < 0)
         throw std::runtime_error(std::string("rte_eal_init failed: ") + rte_strerror(rte_errno));
-    g_tsc_hz = rte_get_tsc_hz();
-    g_tsc_start = rte_get_tsc_cycles();
+    g_start_ns = monotonic_ns();
+    g_clock_started = true;
 }
 
 Eal::~Eal() {
@@ -73,10 +79,8 @@ Eal::~Eal() {
 }
 
 uint64_t now_us() {
-    if (g_tsc_hz == 0) return 0;
-    const uint64_t c = rte_get_tsc_cycles() - g_tsc_start;
-    // Split to avoid overflow of c * 1e6 after ~5 hours at 1 GHz.
-    return (c / g_tsc_hz) * 1000000 + (c % g_tsc_hz) * 1000000 / g_tsc_hz;
+    if (!g_clock_started) return 0;
+    return (monotonic_ns() - g_start_ns) / 1000;
 }
 
 }  // namespace mroce::dpdk

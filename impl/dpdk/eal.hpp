@@ -45,7 +45,11 @@ private:
     EalOptions opts_;
 };
 
-// Microsecond clock (TSC based after EAL is up): the impairment stage's and the engine's time base.
+// Microsecond clock from EAL start: the impairment stage's and the engine's time base. It is
+// CLOCK_MONOTONIC (vDSO, ~30 ns here), not DPDK's TSC: rte_get_tsc_hz() is an estimate, off by
+// 0.2% on a loaded VM, so the engine's BTH timestamps drifted from the pcap's capture times
+// (gettimeofday, the same rate as CLOCK_MONOTONIC) and from the peer's clock by ~0.5 ms in 0.3 s,
+// and `mroce check` judged the sender's build times wrong (issue 13, conform.CheckPerfCapture).
 uint64_t now_us();
 
 }  // namespace mroce::dpdk

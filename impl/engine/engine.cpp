@@ -144,17 +144,25 @@ void Engine::run_due(uint64_t t) noexcept {
   }
 }
 
+// With frames that carry no arrival time (real ports), an application call (post_*, reg_mr, ...)
+// fires no timer: frames may be waiting unread in the rx queue, and only progress(), which reads
+// them first, may decide that the network fell silent. A host busy between two polls (a long post
+// burst, a page-faulting copy, the peer's turn in a one-thread loopback) otherwise took its own
+// delay for loss: spurious RTOs and re-paths, then FAILED paths, on a loss-free run (issue 13). The
+// timers fire at the next progress(), late, as any implementation's may ([R-CONF-2]).
+bool Engine::timers_may_fire() const noexcept { return !unstamped_io_ || in_timer_call_; }
+
 void Engine::begin_event() noexcept {
   uint64_t t = clock_.now_us();
   if (t < now_) t = now_;  // time never goes backwards
-  run_due(t);
+  if (timers_may_fire()) run_due(t);
   now_ = t;
 }
 
 void Engine::end_event() noexcept {
   // Deadlines as the event left them (before any pump), for the timers it made due now.
   for (uint32_t i = 0; i < n_dirty_; ++i) rearm(conns_[dirty_[i]]);
-  while (due_by(now_) != kNever) {
+  while (timers_may_fire() && due_by(now_) != kNever) {
     fire_due();
     pump_dirty();
   }
@@ -986,8 +994,10 @@ int Engine::poll_events(ConnEvent* out, int max) noexcept {
 }
 
 void Engine::advance() noexcept {
+  in_timer_call_ = true;
   begin_event();
   end_event();
+  in_timer_call_ = false;
   flush_tx();
 }
 
@@ -1007,6 +1017,7 @@ void Engine::input(const uint8_t* frame, uint32_t len) noexcept {
 // that was busy or descheduled must not mistake its own delay for a silent network (a replay would
 // run RTO after RTO with backoff before any waiting ACK could be read).
 int Engine::progress() noexcept {
+  in_timer_call_ = true;
   uint64_t t = clock_.now_us();
   if (t < now_) t = now_;
   int total = 0;
@@ -1042,6 +1053,7 @@ int Engine::progress() noexcept {
   if (!unstamped && !(total == 0 && unstamped_io_)) run_due(t);  // timers at their own times
   now_ = t;
   end_event();  // timers due by t (any left: overdue ones, fired once at t)
+  in_timer_call_ = false;
   flush_tx();
   return total;
 }

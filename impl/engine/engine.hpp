@@ -286,6 +286,7 @@ class Engine {
   // ---- internals shared by the translation units ----
 
   // step machinery (engine.cpp)
+  bool timers_may_fire() const noexcept;
   void begin_event() noexcept;
   void end_event() noexcept;
   void run_due(uint64_t t) noexcept;
@@ -433,6 +434,7 @@ class Engine {
   uint32_t n_stream_touched_ = 0;
   uint64_t prealloc_bytes_ = 0;
   bool unstamped_io_ = false;  // frames without arrival times seen: coalesce overdue timers
+  bool in_timer_call_ = false;  // inside progress() or advance(): the calls that fire timers
   bool log_order_ = false;
   std::unique_ptr<uint8_t[]> order_;
   uint32_t n_order_ = 0;

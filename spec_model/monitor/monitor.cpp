@@ -174,6 +174,7 @@ struct RxPath {
         std::string rule, what;
         std::optional<uint32_t> psn;
         Nanos overdue_seen = -1;  // real time: the receiver's first frame after the deadline
+        uint64_t duplicate_copy = 0;  // the frame of the copy taken for a duplicate (0: none)
     };
     std::vector<Obligation> at_once;
     std::optional<Obligation> coalesce;
@@ -721,6 +722,7 @@ struct Monitor::State {
                 rx.again.push_back({now, number, psn, p.ecn == 3, bool(p.flags & ref::kFlagVoid), false, false, p.stream_id, p.msn, p.opcode});
             stamp(rx.ts_hist, rx.ts_any, p.timestamp);
             at_once(rx, "R-ACK-2", std::string("a duplicate data packet") + (ar ? " with AR" : "") + " must draw an ACK at once", std::nullopt);
+            rx.at_once.back().duplicate_copy = number;
             return;
         }
         const uint32_t before = rx.cpsn;
@@ -912,6 +914,9 @@ struct Monitor::State {
             if (a->psn != x.psn || a->frame < x.frame) continue;
             RxPath::Accepted y = *a;
             rx.again.erase(a);
+            // No longer a duplicate: it owes no duplicate's ACK (its own NAK or ACK follows). A
+            // real-time receiver takes both copies in one burst and NAKs both after it.
+            std::erase_if(rx.at_once, [&](const RxPath::Obligation& o) { return o.duplicate_copy == y.frame; });
             mark(rx, y.psn);
             if (y.ce) ++rx.ce_count;
             auto pos = std::find_if(rx.recent.begin(), rx.recent.end(), [&](const RxPath::Accepted& r) { return r.frame > y.frame; });

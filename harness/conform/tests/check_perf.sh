@@ -12,7 +12,12 @@ set -euo pipefail
 mroce=$1 loss=$2 fault=${3:-}
 work=$(mktemp -d)
 spid=
-cleanup() { [ -n "$spid" ] && kill "$spid" 2>/dev/null; rm -rf "$work"; }
+# CHECK_PERF_KEEP=DIR keeps the captures and logs of a failing run in DIR (for a timeline).
+cleanup() {
+  [ -n "$spid" ] && kill "$spid" 2>/dev/null
+  if [ -n "${CHECK_PERF_KEEP:-}" ] && [ "${rc:-1}" != 0 ]; then mkdir -p "$CHECK_PERF_KEEP" && cp -r "$work"/. "$CHECK_PERF_KEEP"/; fi
+  rm -rf "$work"
+}
 trap cleanup EXIT
 sock="$work/m.sock"
 common=(-q --timeout 60)

@@ -362,6 +362,42 @@ TEST(Monitor, TheRnrRetransmissionInTimeIsAccepted) {
     EXPECT_TRUE(k.m.violations().empty()) << k.m.violations()[0].rule << " " << k.m.violations()[0].what;
 }
 
+// Real time, B (the receiver) judged at its own port.
+Config real_time_at_b() {
+    Config c = real_time_at_a();
+    c.fully_observed = {Ip{false, {10, 0, 0, 2}}};
+    c.judge_ack_deadlines = true;
+    return c;
+}
+
+// A receiver that takes two copies of a PSN in one burst and refuses both with RNR owes no ACK:
+// the second copy, taken for a duplicate when it came, is no duplicate once the first is refused.
+TEST(Monitor, TwoCopiesRefusedInOneBurstOweNoDuplicateAck) {
+    Talk k(real_time_at_b());
+    auto at = [&](Nanos us) { k.t = us * 1000; };
+    at(100);
+    k.setup();
+    at(1000);
+    k.send(write_imm(k, 0, 0, 0, 1, 1000), 1024);
+    at(1010);
+    auto again = write_imm(k, 0, 0, 0, 1, 1010);
+    again.flags = ref::kFlagRetx;
+    k.send(again, 1024);
+    at(1030);
+    nak(k, 0, ref::NakCode::Rnr, 20);
+    nak(k, 0, ref::NakCode::Rnr, 20);
+    // B keeps running (its own PROBEs) well past any ACK deadline.
+    for (Nanos us = 2000; us <= 6000; us += 500) {
+        at(us);
+        auto probe = k.base(false, Opcode::Probe);
+        probe.flags = ref::kFlagAr;
+        k.send(probe);
+    }
+    k.m.finish(k.t + 100'000'000);
+    EXPECT_TRUE(k.m.violations().empty()) << k.m.violations()[0].rule << " " << k.m.violations()[0].what;
+    EXPECT_GT(k.m.tally().at("R-ACK-8").checked, 1u);
+}
+
 TEST(Monitor, ParsesAddresses) {
     EXPECT_EQ(parse_ip("10.0.0.1")->str(), "10.0.0.1");
     EXPECT_EQ(parse_ip("fd00::1")->str(), "fd00:0:0:0:0:0:0:1");

@@ -38,7 +38,9 @@
 //     semantics for frames that carry their arrival time (PacketBuf::rx_time, a NIC rx timestamp).
 //     Frames without one arrived at an unknown time since the last poll: they go before the timers
 //     that fell due meanwhile, which then fire once at the current time, so that a late host does
-//     not mistake its own delay for a silent network.
+//     not mistake its own delay for a silent network. Once such frames have been seen, the other
+//     calls (post_*, ...) fire no timer at all: frames may wait unread, and only progress() reads
+//     them before it lets a timer decide (the timers fire, late, at the next progress()).
 //
 // Threading: a Device is single-threaded (run one per core). No call allocates memory, throws or takes
 // a lock on the data path (posts, progress, input, poll); reg_mr and connection setup may allocate.
