@@ -40,12 +40,11 @@ check bad-flag 2 "$bin" demo --no-such-flag
 
 check demo-help 0 "$bin" demo --help
 
-# The demo's JSON contract. 256 MiB and up to 3 attempts: on this kind of VM the 1 GiB demo fails
-# about 2 runs in 3 (paths FAILED after host stalls, base 19c82ac too: issue 13's open problem, which
-# its own benchmark scripts measure); what is under test here is the CLI contract. Every failed
-# attempt is printed.
-for attempt in 1 2 3; do
-    demo=$("$bin" --json demo --mib 256 -q 2>/tmp/cli_err.$$) && break
+# The demo's JSON contract, on the README's own default (1 GiB per run). Up to 2 attempts, each
+# failed one printed: a CI host shares its 2 cores with the rest of the suite. (Until the engine fired
+# no timer outside progress() on real ports, this demo failed 3 runs in 3 on this kind of VM: issue 13.)
+for attempt in 1 2; do
+    demo=$("$bin" --json demo -q 2>/tmp/cli_err.$$) && break
     echo "demo attempt $attempt did not verify: $(printf '%s\n' "$demo" | grep -E 'error|VERIF' | head -3 | tr '\n' ' ')"
 done
 out=$demo
