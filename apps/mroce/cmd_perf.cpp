@@ -372,7 +372,8 @@ json plane_stats(dpdk::IoContext& ctx, const std::vector<size_t>& planes) {
         json o{{"plane", k}, {"tx_frames", c.tx_frames}, {"rx_frames", c.rx_frames}};
         // Frames the host lost before the wire (a full tx queue, no mbuf, a missed rx): a loss
         // that no impairment asked for, shown so a run's retransmissions can be explained.
-        if (c.tx_full) o["tx_full"] = c.tx_full;
+        if (const uint64_t ce = ctx.pump(planes[k]).counters().ce_marked) o["ce_marked"] = ce;
+        if (const uint64_t lost = ctx.pump(planes[k]).counters().tx_lost) o["tx_dropped"] = lost;
         if (c.rx_missed) o["rx_missed"] = c.rx_missed;
         if (c.rx_nombuf) o["rx_nombuf"] = c.rx_nombuf;
         if (auto* imp = ctx.rx_impairment(planes[k])) o["impair_rx_dropped"] = imp->stats().dropped;
@@ -475,11 +476,14 @@ json run_loopback(const LoopbackParams& p) {
     c.paths = p.paths;
     c.streams = p.streams;
     c.max_payload = p.max_payload;
+    c.rto_min_us = p.rto_min_us;
+    c.pto_min_us = p.pto_min_us;
     dpdk::IoOptions o;
     o.eal.file_prefix = p.file_prefix.empty() ? "mroce-perf-" + std::to_string(getpid()) : p.file_prefix;
     for (uint16_t k = 0; k < p.planes; ++k) o.ports.push_back("ring");  // ports 2k (A) | 2k+1 (B)
     o.mbuf_priv = dpdk::kEnginePriv;
     o.impair_rx = p.impair;
+    o.ce_backlog = p.ce_backlog;
     o.pcap = p.pcap;
     o.ip = {"198.18.0.1", "198.18.0.2"};
     o.mbufs = 32768;
@@ -878,8 +882,8 @@ Runner add_perf(CLI::App& app, const GlobalOptions& global) {
     sub->add_option("--loss", o->loss, "Random loss in percent on every port's rx (our impairment layer)")->check(CLI::Range(0.0, 100.0));
     sub->add_option("--timeout", o->timeout, "Server/client: give up after this many seconds")->capture_default_str()->check(CLI::PositiveNumber);
     sub->add_option("--peer-timeout-us", o->peer_timeout_us, "Server/client: the engine's peer timeout (default: its own)");
-    sub->add_option("--rto-min-us", o->rto_min_us, "Server/client: the engine's minimum RTO (0: the spec's 100 µs)")->capture_default_str();
-    sub->add_option("--pto-min-us", o->pto_min_us, "Server/client: the engine's minimum tail-probe timeout (0: the spec's 20 µs)")->capture_default_str();
+    sub->add_option("--rto-min-us", o->rto_min_us, "The engine's minimum RTO (0: the spec's 100 µs)")->capture_default_str();
+    sub->add_option("--pto-min-us", o->pto_min_us, "The engine's minimum tail-probe timeout (0: the spec's 20 µs)")->capture_default_str();
     sub->add_option("--window-cap", o->window_cap, "Server/client: the Window Cap offered (1..256) [R-CC-1]")
         ->check(CLI::Range(1, 256))
         ->capture_default_str();
@@ -919,6 +923,9 @@ Runner add_perf(CLI::App& app, const GlobalOptions& global) {
                 p.streams = o->streams;
                 p.planes = o->planes;
                 p.max_payload = o->mtu_payload ? o->mtu_payload : 4096;
+                p.rto_min_us = o->rto_min_us;
+                p.pto_min_us = o->pto_min_us;
+                p.ce_backlog = o->io.ce_backlog;
                 p.impair = impair;
                 p.pcap = o->io.pcap;
                 p.file_prefix = o->io.eal.file_prefix;

@@ -24,6 +24,10 @@ struct LoopbackParams {
     uint32_t depth = 64;          // messages outstanding at once
     uint16_t paths = 4, streams = 4, planes = 2;
     uint16_t max_payload = 4096;
+    // Timer minima for a software host (0: the spec's 100 / 20 µs): the poll loop of one thread
+    // running both ends stalls for far longer than the spec's minima (page faults, the peer's turn).
+    uint32_t rto_min_us = 2000, pto_min_us = 500;
+    uint32_t ce_backlog = UINT32_MAX;  // dpdk::IoOptions::ce_backlog (UINT32_MAX: auto, on for rings)
     std::string impair;           // impair_from_string() text, applied on every port's rx; empty: none
     std::string pcap;
     std::string file_prefix;      // EAL file prefix (empty: derived from the pid)

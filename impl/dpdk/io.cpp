@@ -16,6 +16,10 @@ void add_io_options(CLI::App& app, IoOptions& o) {
     app.add_option("--pcap", o.pcap, "Record both directions into this pcap file");
     app.add_option("--impair", o.impair_rx, "Impair received frames: \"seed=1 loss_ppm=10000 ...\"");
     app.add_option("--impair-tx", o.impair_tx, "Impair sent frames (same syntax)");
+    app.add_option("--ce-backlog", o.ce_backlog,
+                   "Mark CE on ECN-capable frames received while this many wait in the port's rx queue, as a "
+                   "switch would (0: off; default: 64 on ring and memif ports, off on others)")
+        ->default_str("auto");
     app.add_option("--lcores", o.eal.lcores, "EAL --lcores")->capture_default_str();
     app.add_option("--mem-mb", o.eal.memory_mb, "EAL memory without hugepages (MB)")->capture_default_str();
     app.add_option("--file-prefix", o.eal.file_prefix, "EAL --file-prefix (distinct per DPDK process)");
@@ -70,6 +74,11 @@ IoContext::IoContext(const IoOptions& o) : udp_port_(o.udp_port) {
         if (a.ip.v6 != a.peer_ip.v6) throw std::invalid_argument("--ip and --peer-ip of different families");
         addrs_.push_back(a);
         pumps_.push_back(std::make_unique<Pump>(ports_[p], o.burst));
+        const bool software = ports_[p].backend() == Backend::RingPair || ports_[p].backend() == Backend::Memif;
+        if (o.ce_backlog != IoOptions::kCeBacklogAuto)
+            pumps_.back()->set_ce_backlog(o.ce_backlog);
+        else if (software)
+            pumps_.back()->set_ce_backlog(IoOptions::kCeBacklogSoftware);
         if (!o.impair_rx.empty()) {
             auto c = impair::impair_from_string(o.impair_rx);
             c.seed = plane_seed(c.seed, p);

@@ -39,11 +39,16 @@ struct IoOptions {
     uint16_t data_room = kJumboDataRoom;
     uint16_t mbuf_priv = 0;  // per-mbuf application area (EnginePort needs sizeof(io::PacketBuf))
     uint16_t burst = 32;
+    // CE marking by receive backlog (Pump::set_ce_backlog), frames; kCeBacklogAuto: on at
+    // kCeBacklogSoftware for ring and memif ports (no switch in front of them), off for the others.
+    static constexpr uint32_t kCeBacklogAuto = UINT32_MAX, kCeBacklogSoftware = 64;
+    uint32_t ce_backlog = kCeBacklogAuto;
     PortConfig port;
 };
 
 // Registers --port, --mac, --peer-mac, --ip, --peer-ip, --udp-port, --pcap, --impair,
-// --impair-tx, --lcores, --mem-mb, --file-prefix, --huge, --vdev, --eal-arg, --mbufs, --burst.
+// --impair-tx, --ce-backlog, --lcores, --mem-mb, --file-prefix, --huge, --vdev, --eal-arg, --mbufs,
+// --burst.
 void add_io_options(CLI::App& app, IoOptions& o);
 
 class IoContext {

@@ -174,6 +174,7 @@ std::vector<Port> Port::open(const PortSpec& spec, rte_mempool* rx_pool, const P
             p.name_ = "net_mroce_ring" + std::to_string(n) + (side ? "b" : "a");
             p.backend_ = Backend::RingPair;
             p.rings_ = rings;
+            p.rx_ring_ = r[side];
             // A receives on ring 0 and sends on ring 1; B the other way round.
             rte_ring* rx = r[side], *tx = r[1 - side];
             const int id = rte_eth_from_rings(p.name_.c_str(), &rx, 1, &tx, 1, rte_socket_id());
@@ -234,6 +235,7 @@ Port& Port::operator=(Port&& o) noexcept {
         backend_ = o.backend_;
         is_vdev_ = std::exchange(o.is_vdev_, false);
         rings_ = std::move(o.rings_);
+        rx_ring_ = std::exchange(o.rx_ring_, nullptr);
         tx_full_ = o.tx_full_;
     }
     return *this;
@@ -248,6 +250,7 @@ void Port::close() {
     if (is_vdev_) (void)rte_vdev_uninit(name_.c_str());
     id_ = UINT16_MAX;
     rings_.reset();
+    rx_ring_ = nullptr;
 }
 
 uint16_t Port::tx_all(rte_mbuf** pkts, uint16_t n, unsigned spins) {
@@ -258,6 +261,12 @@ uint16_t Port::tx_all(rte_mbuf** pkts, uint16_t n, unsigned spins) {
         for (uint16_t i = sent; i < n; ++i) rte_pktmbuf_free(pkts[i]);
     }
     return sent;
+}
+
+int Port::rx_backlog() const {
+    if (rx_ring_) return int(rte_ring_count(rx_ring_));
+    const int n = rte_eth_rx_queue_count(id_, 0);
+    return n < 0 ? -1 : n;
 }
 
 MacAddr Port::mac() const {

@@ -82,6 +82,10 @@ public:
     // left (counted in tx_full: a full queue is a loss, as on a real switch port). Returns sent.
     uint16_t tx_all(rte_mbuf** pkts, uint16_t n, unsigned spins = 64);
 
+    // Frames waiting in the receive queue (after the last rx burst), or -1 when the PMD cannot
+    // tell. A ring port reads its ring; other PMDs answer rte_eth_rx_queue_count().
+    int rx_backlog() const;
+
     MacAddr mac() const;
     bool link_up() const;
     PortCounters counters() const;
@@ -96,6 +100,7 @@ private:
     Backend backend_ = Backend::RingPair;
     bool is_vdev_ = false;
     std::shared_ptr<void> rings_;  // RingPair: both rings, freed when both ports are gone
+    rte_ring* rx_ring_ = nullptr;  // RingPair: the ring this side receives on
     uint64_t tx_full_ = 0;
 };
 

@@ -13,10 +13,12 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <vector>
 
 #include "dpdk/impair_stage.hpp"
 #include "dpdk/pcap.hpp"
 #include "dpdk/port.hpp"
+#include "impair/ecn.hpp"
 
 namespace mroce::dpdk {
 
@@ -25,16 +27,27 @@ inline constexpr uint16_t kMaxBurst = 64;
 struct PumpCounters {
     uint64_t rx_frames = 0, rx_bytes = 0;  // handed to the handler
     uint64_t tx_frames = 0, tx_bytes = 0;  // taken by the PMD
-    uint64_t tx_lost = 0;                  // freed because the tx queue stayed full
+    uint64_t tx_lost = 0;                  // freed because the tx queue and the hold stayed full
+    uint64_t ce_marked = 0;                // ECN-capable frames marked CE by the backlog threshold
 };
 
 class Pump {
 public:
-    explicit Pump(Port& port, uint16_t burst = 32) : port_(&port), burst_(std::min(burst, kMaxBurst)) {}
+    explicit Pump(Port& port, uint16_t burst = 32) : port_(&port), burst_(std::min(burst, kMaxBurst)) { held_.reserve(kTxHoldMax); }
+    ~Pump() {
+        for (rte_mbuf* m : held_) rte_pktmbuf_free(m);
+    }
+    Pump(const Pump&) = delete;
+    Pump& operator=(const Pump&) = delete;
 
     void set_rx_impairment(ImpairStage* s) { rx_imp_ = s; }
     void set_tx_impairment(ImpairStage* s) { tx_imp_ = s; }
     void set_pcap(PcapWriter* w) { pcap_ = w; }
+    // A software port has no switch in front of it: the queue that builds is this port's receive
+    // queue. With a threshold K (frames), an ECN-capable frame taken while K or more frames still
+    // wait behind it is marked CE, as a DCTCP-style switch marks above K [R-CC-4]; 0: off. A PMD
+    // that cannot tell its backlog (rx_backlog() < 0) is never marked.
+    void set_ce_backlog(uint32_t k_frames) { ce_backlog_ = k_frames; }
     Port& port() { return *port_; }
     const PumpCounters& counters() const { return c_; }
 
@@ -44,6 +57,7 @@ public:
     uint16_t poll(Handler&& handler, uint64_t now_us) {
         rte_mbuf* raw[kMaxBurst];
         const uint16_t n = port_->rx(raw, burst_);
+        if (ce_backlog_ && (n || full_bursts_)) mark_backlog(raw, n);
         if (rx_imp_ == nullptr) {
             deliver(raw, n, handler);
             return n;
@@ -71,14 +85,29 @@ public:
         return sent;
     }
 
-    // Transmits frames the tx impairment held back and that are due now (call on every loop turn).
+    // Transmits frames the tx impairment held back and that are due now, and frames a full tx
+    // queue held back (call on every loop turn).
     uint16_t service(uint64_t now_us) {
-        if (tx_imp_ == nullptr || tx_imp_->next_release_us() > now_us) return 0;
+        uint16_t sent = held_.empty() ? 0 : transmit(nullptr, 0);
+        if (tx_imp_ == nullptr || tx_imp_->next_release_us() > now_us) return sent;
         rte_mbuf* ready[kMaxBurst];
-        return transmit(ready, tx_imp_->release(now_us, ready, kMaxBurst));
+        return uint16_t(sent + transmit(ready, tx_imp_->release(now_us, ready, kMaxBurst)));
     }
+    size_t tx_held() const { return held_.size(); }
 
 private:
+    void mark_backlog(rte_mbuf** pkts, uint16_t n) {
+        int waiting = port_->rx_backlog();
+        if (waiting < 0) {
+            // The PMD cannot tell (memif): full bursts in a row are frames that were waiting.
+            full_bursts_ = n == burst_ ? full_bursts_ + 1 : 0;
+            waiting = int(full_bursts_ > 1 ? (full_bursts_ - 1) * burst_ : 0);
+        }
+        if (uint32_t(waiting) < ce_backlog_) return;
+        for (uint16_t i = 0; i < n; ++i)
+            if (impair::mark_ce({rte_pktmbuf_mtod(pkts[i], uint8_t*), pkts[i]->data_len})) ++c_.ce_marked;
+    }
+
     template <class Handler>
     void deliver(rte_mbuf** pkts, uint16_t n, Handler& handler) {
         if (n == 0) return;
@@ -88,17 +117,53 @@ private:
         handler(pkts, n);
     }
 
-    // Returns the frames the PMD took (after retries); the others are freed and counted lost.
+    // Hands frames to the PMD, after the ones a full queue held back earlier (order kept). A full
+    // queue is this port's switch queue overflowing: what the PMD does not take waits here (up to
+    // kTxHoldMax frames, then the newest are dropped and counted lost), and the ECN-capable frames
+    // among them are marked CE [R-CC-4], so that the senders slow down instead of losing frames to
+    // their own host (memif: 1% of the frames at 0% loss were freed by a full ring). Returns frames
+    // the PMD took.
     uint16_t transmit(rte_mbuf** pkts, uint16_t n) {
-        if (n == 0) return 0;
-        uint32_t len[2 * kMaxBurst];
-        for (uint16_t i = 0; i < n; ++i) len[i] = pkts[i]->pkt_len;
-        // min(): sent <= n always; said so that GCC -O3 sees only initialised entries are read.
-        const uint16_t sent = std::min(port_->tx_all(pkts, n), n);
-        for (uint16_t i = 0; i < sent; ++i) c_.tx_bytes += len[i];
+        uint16_t sent = 0;
+        if (!held_.empty()) {
+            const size_t before = held_.size();
+            size_t off = 0;
+            while (off < held_.size()) {
+                const uint16_t chunk = uint16_t(std::min<size_t>(held_.size() - off, kMaxBurst));
+                const uint16_t took = take(held_.data() + off, chunk);
+                off += took;
+                if (took < chunk) break;
+            }
+            held_.erase(held_.begin(), held_.begin() + ptrdiff_t(off));
+            sent = uint16_t(before - held_.size());
+            if (!held_.empty()) return sent + hold(pkts, n);
+        }
+        if (n == 0) return sent;
+        const uint16_t took = take(pkts, n);
+        hold(pkts + took, uint16_t(n - took));
+        return uint16_t(sent + took);
+    }
+    // One try at the PMD (tx_burst until it stops taking); returns how many of pkts it took.
+    uint16_t take(rte_mbuf** pkts, uint16_t n) {
+        uint16_t sent = 0;
+        for (uint16_t t; sent < n && (t = port_->tx(pkts + sent, uint16_t(n - sent))) > 0;) {
+            for (uint16_t i = 0; i < t; ++i) c_.tx_bytes += pkts[sent + i]->pkt_len;
+            sent = uint16_t(sent + t);
+        }
         c_.tx_frames += sent;
-        c_.tx_lost += uint64_t(n - sent);
         return sent;
+    }
+    uint16_t hold(rte_mbuf** pkts, uint16_t n) {
+        for (uint16_t i = 0; i < n; ++i) {
+            if (held_.size() >= kTxHoldMax) {
+                rte_pktmbuf_free(pkts[i]);
+                ++c_.tx_lost;
+                continue;
+            }
+            if (impair::mark_ce({rte_pktmbuf_mtod(pkts[i], uint8_t*), pkts[i]->data_len})) ++c_.ce_marked;
+            held_.push_back(pkts[i]);
+        }
+        return 0;
     }
 
     Port* port_;
@@ -106,6 +171,10 @@ private:
     ImpairStage* rx_imp_ = nullptr;
     ImpairStage* tx_imp_ = nullptr;
     PcapWriter* pcap_ = nullptr;
+    uint32_t ce_backlog_ = 0;
+    uint32_t full_bursts_ = 0;  // consecutive full rx bursts (the backlog estimate without a count)
+    static constexpr size_t kTxHoldMax = 4096;
+    std::vector<rte_mbuf*> held_;  // frames a full tx queue did not take yet, in order
     PumpCounters c_;
 };
 

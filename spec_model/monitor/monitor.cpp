@@ -174,6 +174,7 @@ struct RxPath {
         std::string rule, what;
         std::optional<uint32_t> psn;
         Nanos overdue_seen = -1;  // real time: the receiver's first frame after the deadline
+        Nanos last_running = -1;  // real time: the receiver's latest frame after the deadline
         uint64_t duplicate_copy = 0;  // the frame of the copy taken for a duplicate (0: none)
     };
     std::vector<Obligation> at_once;
@@ -369,11 +370,14 @@ struct Monitor::State {
 
     // Whether an obligation is broken. In virtual time: its deadline passed. In real time the
     // receiver may have been descheduled: it is broken only once the receiver is seen running
-    // (sending other frames) for kRunning after the deadline without meeting it.
+    // (sending other frames) for kRunning after the deadline without meeting it, judged kRunning
+    // after that frame (the rest of the receiver's step, its ACK among them, comes right after).
+    // Time alone proves nothing: a receiver that sent a frame after the deadline and was then
+    // descheduled for ms (the ACK's timer fired when it ran again) met it as soon as it could.
     bool broken(const RxPath::Obligation& o, Nanos t) const {
         if (o.deadline >= t) return false;
         if (cfg.virtual_time) return true;
-        return o.overdue_seen >= 0 && t - o.overdue_seen > kRunning;
+        return o.overdue_seen >= 0 && o.last_running - o.overdue_seen > kRunning && t - o.last_running > kRunning;
     }
     // A frame from `who`: it is running now.
     void running(const Ip& who, Nanos t) {
@@ -381,9 +385,13 @@ struct Monitor::State {
             for (int r = 0; r < 2; ++r) {
                 if (!(c->ip[r] == who)) continue;
                 for (auto& rx : c->dir[1 - r].rx) {
-                    for (auto& o : rx.at_once)
-                        if (o.deadline < t && o.overdue_seen < 0) o.overdue_seen = t;
-                    if (rx.coalesce && rx.coalesce->deadline < t && rx.coalesce->overdue_seen < 0) rx.coalesce->overdue_seen = t;
+                    auto seen = [&](RxPath::Obligation& o) {
+                        if (o.deadline >= t) return;
+                        if (o.overdue_seen < 0) o.overdue_seen = t;
+                        o.last_running = t;
+                    };
+                    for (auto& o : rx.at_once) seen(o);
+                    if (rx.coalesce) seen(*rx.coalesce);
                 }
             }
     }

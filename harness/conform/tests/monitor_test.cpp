@@ -398,6 +398,59 @@ TEST(Monitor, TwoCopiesRefusedInOneBurstOweNoDuplicateAck) {
     EXPECT_GT(k.m.tally().at("R-ACK-8").checked, 1u);
 }
 
+// Real time, B judged: A's one-segment Write at 1000 us, which B must ACK within ACK_DELAY_MAX.
+void write_for_b_to_ack(Talk& k) {
+    k.t = 100'000;
+    k.setup(2);
+    k.t = 1'000'000;
+    k.send(write_imm(k, 0, 0, 0, 1, 1000), 1024);
+}
+
+void probe_from_b(Talk& k, uint16_t path) {
+    auto probe = k.base(false, Opcode::Probe, path);
+    probe.flags = ref::kFlagAr;
+    k.send(probe);
+}
+
+// B sends a frame just after the deadline, is descheduled for 4 ms, then ACKs: it met the deadline
+// as soon as it ran again (what a loaded host does; conform.CheckPerfCapture.Fault.wcap).
+TEST(Monitor, AReceiverStalledRightAfterTheDeadlineIsNotLate) {
+    Config c = real_time_at_b();
+    c.tolerance = 20 * 1000;
+    Talk k(c);
+    auto at = [&](Nanos us) { k.t = us * 1000; };
+    write_for_b_to_ack(k);
+    at(1040);
+    probe_from_b(k, 1);
+    at(5040);
+    probe_from_b(k, 1);
+    auto a = k.base(false, Opcode::Ack, 0);
+    a.cpsn = Talk::kIsnA + 0;
+    a.ts_echo = 1000;
+    k.send(a);
+    k.m.finish(k.t + 100'000'000);
+    EXPECT_FALSE(has_rule(k.m, "R-ACK-3")) << k.m.violations()[0].what;
+}
+
+// B keeps running well past the deadline and never ACKs: late.
+TEST(Monitor, AReceiverRunningWithoutTheAckIsLate) {
+    Config c = real_time_at_b();
+    c.tolerance = 20 * 1000;
+    Talk k(c);
+    auto at = [&](Nanos us) { k.t = us * 1000; };
+    write_for_b_to_ack(k);
+    for (Nanos us = 1040; us <= 1400; us += 40) {
+        at(us);
+        probe_from_b(k, 1);
+    }
+    at(2000);
+    auto a = k.base(false, Opcode::Ack, 0);
+    a.cpsn = Talk::kIsnA + 0;
+    a.ts_echo = 1000;
+    k.send(a);
+    EXPECT_TRUE(has_rule(k.m, "R-ACK-3"));
+}
+
 TEST(Monitor, ParsesAddresses) {
     EXPECT_EQ(parse_ip("10.0.0.1")->str(), "10.0.0.1");
     EXPECT_EQ(parse_ip("fd00::1")->str(), "fd00:0:0:0:0:0:0:1");
