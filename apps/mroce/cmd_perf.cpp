@@ -790,8 +790,13 @@ void print_human(const json& r) {
                       << " packets " << p["packets"] << " retx " << p["retransmissions"] << " repaths " << p["repaths"]
                       << " srtt " << p["srtt_us"] << " µs\n";
     if (r.contains("planes"))
-        for (const auto& p : r["planes"])
-            std::cout << "  plane " << p["plane"] << " tx " << p["tx_frames"] << " rx " << p["rx_frames"] << "\n";
+        for (const auto& p : r["planes"]) {
+            std::cout << "  plane " << p["plane"] << " tx " << p["tx_frames"] << " rx " << p["rx_frames"];
+            // Host-side events, by cause: marks of the port's own queues, frames lost before the wire.
+            for (const char* k : {"ce_marked", "tx_dropped", "rx_missed", "rx_nombuf", "impair_rx_dropped"})
+                if (p.contains(k)) std::cout << " " << k << " " << p[k];
+            std::cout << "\n";
+        }
     std::cout << (r.value("verified", false) ? "data verified: every byte matched\n" : "DATA NOT VERIFIED\n");
     if (r.contains("error")) std::cout << "error: " << r["error"].get<std::string>() << "\n";
 }

@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# Does `mroce perf` complete, run after run, between two namespaces through a lossy bridge? (Issue
+# 13's "done when": 10 runs of 10 at 0, 1 and 10 % nftables loss.) Per port type and loss: RUNS runs
+# of SECONDS each (server in namespace B, client in A, one veth plane through the switch namespace
+# of ci/netns/lib.sh, nftables random loss there in both directions); prints, per cell, the runs
+# that completed with every byte verified, their mean goodput and retransmissions, and the first
+# error of each failed run. A soak, not a test (root; exit 1 when a run failed).
+#   bench/dpdk/netns_soak.sh PATH/TO/mroce [RUNS] [SECONDS]
+# Environment: PORTS ("af_packet af_xdp" by default), LOSSES ("0 1 10"), MTU (1500), PAYLOAD (1024).
+set -uo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+. "$here/../../ci/netns/lib.sh"
+mroce=${1:?usage: netns_soak.sh PATH/TO/mroce [RUNS] [SECONDS]}
+runs=${2:-10}
+secs=${3:-2}
+ports=${PORTS:-af_packet af_xdp}
+losses=${LOSSES:-0 1 10}
+mtu=${MTU:-1500}
+payload=${PAYLOAD:-1024}
+[ "$(id -u)" = 0 ] || { echo "netns_soak.sh: needs root"; exit 2; }
+[ -x "$mroce" ] || { echo "netns_soak.sh: $mroce is not executable"; exit 2; }
+dir=$(mktemp -d)
+MROCE_NETNS_PREFIX="mroce-soak$$"
+NS_A="${MROCE_NETNS_PREFIX}-a"
+NS_B="${MROCE_NETNS_PREFIX}-b"
+cleanup() {
+  pkill -f "mroce-soak[sc]$$" 2>/dev/null
+  netns_down 2>/dev/null
+  rm -rf "$dir" /var/run/dpdk/mroce-soak*$$
+}
+trap cleanup EXIT INT TERM
+netns_up 1 "$mtu" || exit 2
+sip=$(netns_ip4 b 0) cip=$(netns_ip4 a 0)
+failed=0
+printf '%-10s %5s %9s %10s %10s  %s\n' port loss completed "Gb/s" retx "errors of failed runs"
+for port in $ports; do
+  for loss in $losses; do
+    per10k=$(python3 -c "print(int(float('$loss') * 100))")  # netns_loss: per 10000
+    netns_loss a "$per10k"
+    netns_loss b "$per10k"
+    ok=0 gsum=0 rsum=0 errs=""
+    for ((i = 1; i <= runs; i++)); do
+      printf '\r%s %s%%: run %d/%d ' "$port" "$loss" "$i" "$runs" >&2
+      ip netns exec "$NS_B" "$mroce" --json perf server --port "$port:$(netns_if b 0)" --mac "$(netns_mac b 0)" \
+        --peer-mac "$(netns_mac a 0)" --ip "$sip" --peer-ip "$cip" -m "$payload" -q --op mixed --lcores 0@0 \
+        --file-prefix "mroce-soaks$$" --timeout $((secs + 30)) >"$dir/s.out" 2>&1 &
+      sp=$!
+      sleep 0.5
+      ip netns exec "$NS_A" "$mroce" --json perf client --port "$port:$(netns_if a 0)" --mac "$(netns_mac a 0)" \
+        --peer-mac "$(netns_mac b 0)" --ip "$cip" --peer-ip "$sip" -m "$payload" -q --op mixed --lcores 0@1 \
+        --file-prefix "mroce-soakc$$" -D "$secs" --timeout $((secs + 25)) >"$dir/c.out" 2>&1
+      wait "$sp" 2>/dev/null
+      read -r verdict g r e < <(python3 - "$dir/c.out" "$dir/s.out" <<'PY'
+import json, sys
+def last(path):
+    try:
+        return json.loads(open(path).read().strip().splitlines()[-1])
+    except Exception:
+        return {}
+c, s = last(sys.argv[1]), last(sys.argv[2])
+good = c.get("verified") is True and s.get("verified") is True
+def error(o, who, path):
+    if o.get("error"):
+        return who + ":" + o["error"]
+    if not o:
+        text = open(path).read().strip().splitlines()
+        return who + ":" + (text[-1][:80] if text else "no output")
+    return ""
+err = "" if good else (" / ".join(e for e in (error(c, "client", sys.argv[1]), error(s, "server", sys.argv[2])) if e) or "not verified")
+print("ok" if good else "fail", c.get("goodput_gbps", 0), c.get("retransmissions", 0), err.replace(" ", "_") or "-")
+PY
+      )
+      if [ "$verdict" = ok ]; then
+        ok=$((ok + 1))
+        gsum=$(python3 -c "print($gsum + $g)")
+        rsum=$((rsum + r))
+      else
+        errs="$errs ${e}"
+        failed=1
+      fi
+    done
+    printf '\r' >&2
+    mean_g=$(python3 -c "print('%.2f' % ($gsum / $ok) if $ok else '-')")
+    mean_r=$([ "$ok" -gt 0 ] && echo $((rsum / ok)) || echo -)
+    printf '%-10s %4s%% %5d/%-3d %10s %10s %s\n' "$port" "$loss" "$ok" "$runs" "$mean_g" "$mean_r" "$errs"
+  done
+done
+exit "$failed"
