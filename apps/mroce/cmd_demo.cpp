@@ -37,20 +37,32 @@ Runner add_demo(CLI::App& app, const GlobalOptions& global) {
                   << "two endpoints over 2 net_ring planes, every byte verified at the destination\n";
         std::cout.flush();
         p.label = "[0% loss]";
-        const json clean = run_loopback_forked(p);
+        json clean = run_loopback_forked(p);
         char loss_text[64];
         std::snprintf(loss_text, sizeof loss_text, "seed=7 loss_ppm=%u", unsigned(o->loss * 1e4));
         p.impair = loss_text;
         char label[32];
         std::snprintf(label, sizeof label, "[%g%% loss]", o->loss);
         p.label = label;
-        const json lossy = run_loopback_forked(p);
+        json lossy = run_loopback_forked(p);
+        // Spurious retransmissions as a share of the data packets sent: at 0% loss every
+        // retransmission should be spurious-free, so this names what a stalled host costs.
+        for (json* r : {&clean, &lossy}) {
+            const uint64_t data = r->value("data_packets", 0ull);
+            const uint64_t spurious = r->contains("retx_by_cause") ? (*r)["retx_by_cause"].value("spurious", 0ull) : 0;
+            (*r)["spurious_percent_of_data"] = data ? 100.0 * double(spurious) / double(data) : 0.0;
+        }
         auto show = [](const char* name, const json& r) {
-            std::printf("%-9s goodput %7.3f Gb/s  %8.0f msg/s  %s  retransmissions %llu  repaths %llu\n", name,
-                        r.value("goodput_gbps", 0.0), r.value("msgs_per_s", 0.0),
-                        r.value("verified", false) ? "verified" : "NOT VERIFIED",
-                        (unsigned long long)r.value("retransmissions", 0ull),
+            std::printf("%-9s goodput %7.3f Gb/s  %8.0f msg/s  %s  repaths %llu\n", name, r.value("goodput_gbps", 0.0),
+                        r.value("msgs_per_s", 0.0), r.value("verified", false) ? "verified" : "NOT VERIFIED",
                         (unsigned long long)r.value("repaths", 0ull));
+            const json k = r.value("retx_by_cause", json::object());
+            const auto n = [&k](const char* cause) { return (unsigned long long)k.value(cause, 0ull); };
+            std::printf("          retransmissions %llu (gap %llu, rto %llu, probe %llu, rnr %llu",
+                        (unsigned long long)r.value("retransmissions", 0ull), n("gap"), n("rto"), n("probe"), n("rnr"));
+            if (n("nak")) std::printf(", nak %llu", n("nak"));
+            std::printf("; spurious %llu = %.2f%% of data packets)\n", n("spurious"),
+                        r.value("spurious_percent_of_data", 0.0));
             if (r.contains("paths"))
                 for (const auto& q : r["paths"])
                     std::printf("          path %d %-7s packets %9llu  retx %7llu  repaths %3llu  srtt %5u us\n",

@@ -39,6 +39,7 @@
 #include "dpdk/engine_port.hpp"
 #include "dpdk/io.hpp"
 #include "mroce/mroce.hpp"
+#include "perf_timeline.hpp"
 
 namespace mroce::cli {
 namespace {
@@ -348,6 +349,11 @@ private:
     std::vector<uint32_t> lat_;
 };
 
+// Retransmissions by the rule that declared their PSN lost, and the spurious ones among them.
+json causes_json(const RetransmissionCauses& k) {
+    return {{"gap", k.gap}, {"probe", k.probe}, {"rto", k.rto}, {"rnr", k.rnr}, {"nak", k.nak}, {"spurious", k.spurious}};
+}
+
 json path_stats(const Device& d, uint32_t conn) {
     json arr = json::array();
     for (uint16_t p = 0; p < d.path_count(conn); ++p) {
@@ -358,6 +364,7 @@ json path_stats(const Device& d, uint32_t conn) {
                        {"route", pi->route},
                        {"packets", pi->packets_sent},
                        {"retransmissions", pi->retransmissions},
+                       {"retx_by_cause", causes_json(pi->retx_by_cause)},
                        {"repaths", pi->repaths},
                        {"srtt_us", pi->srtt},
                        {"cwnd", pi->cwnd}});
@@ -380,6 +387,25 @@ json plane_stats(dpdk::IoContext& ctx, const std::vector<size_t>& planes) {
         arr.push_back(o);
     }
     return arr;
+}
+
+// Frames the sender's ports hold that the other end has not taken yet, summed over its planes; known
+// for ring ports only (nullopt as soon as one plane cannot tell).
+std::optional<uint64_t> tx_queue_depth(dpdk::IoContext& ctx, const std::vector<size_t>& planes) {
+    uint64_t sum = 0;
+    for (size_t k : planes) {
+        const auto depth = ctx.port(k).tx_queue_depth();
+        if (!depth) return std::nullopt;
+        sum += *depth;
+    }
+    return sum;
+}
+
+// The last sample (final counts), then the file closed; the JSON says where it went.
+json finish_timeline(Timeline& tl, uint64_t now_us, const Device& d, uint32_t conn, std::optional<uint64_t> depth) {
+    tl.sample(now_us, d, conn, depth);
+    tl.finish();
+    return {{"file", tl.path()}, {"rows", tl.rows()}};
 }
 
 DeviceConfig device_config(const dpdk::PlaneAddr& a, const Common& c, uint32_t first_conn) {
@@ -459,6 +485,7 @@ json summary(const Common& c, uint64_t msgs, uint64_t bytes, double secs, const 
             {"goodput_gbps", secs > 0 ? double(bytes) * 8 / secs / 1e9 : 0.0},
             {"msgs_per_s", secs > 0 ? double(msgs) / secs : 0.0},
             {"retransmissions", k.retransmissions},
+            {"retx_by_cause", causes_json(k.retx_by_cause)},
             {"repaths", k.repaths},
             {"probes", k.probes_sent},
             {"data_packets", k.data_sent},
@@ -468,7 +495,7 @@ json summary(const Common& c, uint64_t msgs, uint64_t bytes, double secs, const 
 
 // ---- loopback: both ends in one process over net_ring planes ----
 
-json run_loopback(const LoopbackParams& p) {
+json run_loopback(const LoopbackParams& p, Timeline* timeline = nullptr) {
     Common c;
     c.op = p.op;
     c.msg = p.msg_size;
@@ -548,6 +575,7 @@ json run_loopback(const LoopbackParams& p) {
     const uint64_t target = p.duration_s > 0 ? 0 : limit * c.msg;
     Progress prog(p.progress, p.label);
     const uint64_t start = clock.now_us();
+    if (timeline) timeline->start(start);
     uint64_t stop_posting = limit;
     uint64_t last_progress_us = start, last_completed = 0;
     std::string stall;
@@ -557,6 +585,7 @@ json run_loopback(const LoopbackParams& p) {
         client.poll();
         server.poll(clock.now_us());
         const uint64_t now = clock.now_us();
+        if (timeline && timeline->due(now)) timeline->sample(now, *a, conn, tx_queue_depth(ctx, pa));
         if (p.duration_s > 0 && stop_posting == UINT64_MAX && now - start >= uint64_t(p.duration_s * 1e6))
             stop_posting = client.posted();
         if (client.completed() >= stop_posting && client.completed() == client.posted()) {
@@ -593,6 +622,8 @@ json run_loopback(const LoopbackParams& p) {
     else if (!server.first_error.empty()) r["error"] = server.first_error;
     else if (!stall.empty()) r["error"] = stall;
     r["planes_b"] = plane_stats(ctx, pb);
+    if (timeline)
+        r["timeline"] = finish_timeline(*timeline, clock.now_us(), *a, conn, tx_queue_depth(ctx, pa));
     r["receiver"] = {{"duplicates", b->counters().duplicates},
                      {"naks_sent", b->counters().naks_sent},
                      {"acks_sent", b->counters().acks_sent},
@@ -615,7 +646,7 @@ struct NetParams {
     bool expect_rnr_failures = false;
 };
 
-json run_net(bool is_server, const NetParams& np, dpdk::IoOptions o, bool progress) {
+json run_net(bool is_server, const NetParams& np, dpdk::IoOptions o, bool progress, Timeline* timeline = nullptr) {
     Common c;
     c.op = np.op;
     c.msg = np.msg;
@@ -666,12 +697,16 @@ json run_net(bool is_server, const NetParams& np, dpdk::IoOptions o, bool progre
                     conn = ev.conn;
                     server.on_up(conn);
                     start = clock.now_us();
+                    if (timeline) timeline->start(start);
                 } else if (ev.kind == ConnEvent::Kind::Down && up) {
                     down = true;
                     down_status = ev.status;
                 }
             }
             if (up) prog.tick(clock.now_us(), start, server.verified_bytes, 0, 0);
+            // The server sends data only for Reads; its ACK-side path state is recorded all the same.
+            if (up && !down && timeline && timeline->due(clock.now_us()))
+                timeline->sample(clock.now_us(), *d, conn, tx_queue_depth(ctx, planes));
         }
         server.poll(clock.now_us());
         const double secs = up ? double(clock.now_us() - start) / 1e6 : 0;
@@ -689,6 +724,7 @@ json run_net(bool is_server, const NetParams& np, dpdk::IoOptions o, bool progre
                {"duplicates", d->counters().duplicates},
                {"naks_sent", d->counters().naks_sent},
                {"planes", plane_stats(ctx, planes)}};
+        if (timeline && up) r["timeline"] = finish_timeline(*timeline, clock.now_us(), *d, conn, tx_queue_depth(ctx, planes));
         if (!server.first_error.empty()) r["error"] = server.first_error;
         r["verified"] = up && down && down_status == Status::Success && server.errors == 0 && server.bad == 0 &&
                         (np.op == PerfOp::Read || server.verified_msgs > 0);
@@ -714,6 +750,7 @@ json run_net(bool is_server, const NetParams& np, dpdk::IoOptions o, bool progre
     const uint64_t limit = np.duration_s > 0 ? UINT64_MAX : (np.iters ? np.iters : 10000);
     uint64_t stop_posting = limit;
     const uint64_t start = clock.now_us();
+    if (timeline) timeline->start(start);
     Progress prog(progress, "client");
     bool down = false;
     while (clock.now_us() < deadline) {
@@ -727,6 +764,7 @@ json run_net(bool is_server, const NetParams& np, dpdk::IoOptions o, bool progre
             break;
         }
         const uint64_t now = clock.now_us();
+        if (timeline && timeline->due(now)) timeline->sample(now, *d, conn, tx_queue_depth(ctx, planes));
         if (np.duration_s > 0 && stop_posting == UINT64_MAX && now - start >= uint64_t(np.duration_s * 1e6))
             stop_posting = client.posted();
         if (client.completed() >= stop_posting && client.completed() == client.posted()) break;
@@ -739,6 +777,7 @@ json run_net(bool is_server, const NetParams& np, dpdk::IoOptions o, bool progre
     r["role"] = "client";
     r["latency_us"] = client.latency();
     r["planes"] = plane_stats(ctx, planes);
+    if (timeline) r["timeline"] = finish_timeline(*timeline, clock.now_us(), *d, conn, tx_queue_depth(ctx, planes));
     // Graceful close: the server reports Down(Success) and ends.
     d->close(conn);
     for (uint64_t t = clock.now_us(); clock.now_us() - t < 2000000 && !down;) {
@@ -779,6 +818,13 @@ void print_human(const json& r) {
     std::printf("goodput %.3f Gb/s  %.0f msg/s  retransmissions %llu  repaths %llu\n", r.value("goodput_gbps", 0.0),
                 r.value("msgs_per_s", 0.0), (unsigned long long)r.value("retransmissions", 0ull),
                 (unsigned long long)r.value("repaths", 0ull));
+    if (r.contains("retx_by_cause")) {
+        const json& k = r["retx_by_cause"];
+        std::printf("retransmissions by cause: gap %llu  probe %llu  rto %llu  rnr %llu  nak %llu;  spurious %llu\n",
+                    (unsigned long long)k.value("gap", 0ull), (unsigned long long)k.value("probe", 0ull),
+                    (unsigned long long)k.value("rto", 0ull), (unsigned long long)k.value("rnr", 0ull),
+                    (unsigned long long)k.value("nak", 0ull), (unsigned long long)k.value("spurious", 0ull));
+    }
     }
     std::fflush(stdout);
     if (r.contains("latency_us"))
@@ -798,6 +844,9 @@ void print_human(const json& r) {
             std::cout << "\n";
         }
     std::cout << (r.value("verified", false) ? "data verified: every byte matched\n" : "DATA NOT VERIFIED\n");
+    if (r.contains("timeline"))
+        std::cout << "timeline: " << r["timeline"].value("rows", 0ull) << " rows in "
+                  << r["timeline"].value("file", std::string("?")) << "\n";
     if (r.contains("error")) std::cout << "error: " << r["error"].get<std::string>() << "\n";
 }
 
@@ -858,6 +907,8 @@ Runner add_perf(CLI::App& app, const GlobalOptions& global) {
         uint32_t bad_rkey_every = 0, recv_depth = 0, recv_hold_us = 0;
         bool expect_rnr_failures = false;
         bool quiet = false;
+        std::string timeline;
+        uint64_t timeline_interval_us = 1000;
         dpdk::IoOptions io;
     };
     auto o = std::make_shared<Opts>();
@@ -904,11 +955,27 @@ Runner add_perf(CLI::App& app, const GlobalOptions& global) {
     sub->add_flag("--expect-rnr-failures", o->expect_rnr_failures,
                   "Client: RnrRetryExceeded completions are expected (a starved server), counted, not errors");
     sub->add_flag("-q,--quiet", o->quiet, "No progress line");
+    auto* timeline_opt = sub->add_option("--timeline", o->timeline,
+                                         "Write this end's path state (cwnd, in flight, srtt, rto, retransmissions by "
+                                         "cause, ...) every --timeline-interval-us as CSV to FILE "
+                                         "(bench/dpdk/timeline_plot.sh draws it)");
+    sub->add_option("--timeline-interval-us", o->timeline_interval_us, "Sampling interval of --timeline, µs")
+        ->capture_default_str()
+        ->check(CLI::Range(uint64_t(1), uint64_t(60'000'000)))
+        ->needs(timeline_opt);
     dpdk::add_io_options(*sub, o->io);
     return [o, &global]() -> int {
         json r;
         try {
             const PerfOp op = parse_op(o->op);
+            std::unique_ptr<Timeline> timeline;
+            if (!o->timeline.empty()) {
+                try {
+                    timeline = std::make_unique<Timeline>(o->timeline, o->timeline_interval_us);
+                } catch (const std::runtime_error& e) {
+                    throw CLI::ValidationError("--timeline", e.what());
+                }
+            }
             std::string impair = o->io.impair_rx;
             if (o->loss > 0) {
                 impair += (impair.empty() ? "" : " ") + std::string("loss_ppm=") + std::to_string(uint32_t(o->loss * 1e4));
@@ -936,7 +1003,7 @@ Runner add_perf(CLI::App& app, const GlobalOptions& global) {
                 p.file_prefix = o->io.eal.file_prefix;
                 p.label = "perf";
                 p.progress = !o->quiet;
-                r = run_loopback(p);
+                r = run_loopback(p, timeline.get());
             } else {
                 NetParams np;
                 np.op = op;
@@ -963,7 +1030,7 @@ Runner add_perf(CLI::App& app, const GlobalOptions& global) {
                     throw CLI::ValidationError("--recv-depth", "streams x depth must be at most 8192");
                 dpdk::IoOptions io = o->io;
                 io.impair_rx = impair;
-                r = run_net(o->role == "server", np, io, !o->quiet);
+                r = run_net(o->role == "server", np, io, !o->quiet, timeline.get());
             }
         } catch (const CLI::ValidationError& e) {
             std::cerr << "mroce perf: " << e.what() << "\n";

@@ -96,7 +96,8 @@ expect "check --json: last line is a JSON object (a synthetic capture: violation
 # perf and demo: out-of-range numbers get one line naming the option and exit 2 (issue 17: these
 # once died of SIGFPE, hung, or failed later with "Device::open: InvalidArgument").
 for args in "perf -s 0 -q" "perf loopback -t 0 -n 1 -q" "perf loopback --paths 0 -q" "perf loopback --paths 1000 -q" \
-            "perf loopback --streams 0 -q" "perf loopback -m 100 -q" "perf loopback --loss 200 -q" "demo --mib 0"; do
+            "perf loopback --streams 0 -q" "perf loopback -m 100 -q" "perf loopback --loss 200 -q" "demo --mib 0" \
+            "perf loopback --timeline /dev/null --timeline-interval-us 0 -q" "perf loopback --timeline /nonexistent/t.csv -q"; do
     read -r -a words <<<"$args"
     check "bad: $args" 2 "$bin" "${words[@]}"
     [ "$(printf '%s\n' "$err" | wc -l)" = 1 ]; expect "$args: one stderr line" $?

@@ -177,6 +177,7 @@ std::vector<Port> Port::open(const PortSpec& spec, rte_mempool* rx_pool, const P
             p.rx_ring_ = r[side];
             // A receives on ring 0 and sends on ring 1; B the other way round.
             rte_ring* rx = r[side], *tx = r[1 - side];
+            p.tx_ring_ = tx;
             const int id = rte_eth_from_rings(p.name_.c_str(), &rx, 1, &tx, 1, rte_socket_id());
             if (id < 0) throw fail("rte_eth_from_rings", rte_errno);
             p.id_ = uint16_t(id);
@@ -236,6 +237,7 @@ Port& Port::operator=(Port&& o) noexcept {
         is_vdev_ = std::exchange(o.is_vdev_, false);
         rings_ = std::move(o.rings_);
         rx_ring_ = std::exchange(o.rx_ring_, nullptr);
+        tx_ring_ = std::exchange(o.tx_ring_, nullptr);
         tx_full_ = o.tx_full_;
     }
     return *this;
@@ -249,6 +251,7 @@ void Port::close() {
     (void)rte_eth_dev_close(id_);
     if (is_vdev_) (void)rte_vdev_uninit(name_.c_str());
     id_ = UINT16_MAX;
+    tx_ring_ = nullptr;
     rings_.reset();
     rx_ring_ = nullptr;
 }
@@ -298,6 +301,11 @@ PortCounters Port::counters() const {
     }
     c.tx_full = tx_full_;
     return c;
+}
+
+std::optional<uint32_t> Port::tx_queue_depth() const {
+    if (!tx_ring_) return std::nullopt;
+    return rte_ring_count(tx_ring_);
 }
 
 void Port::reset_counters() {

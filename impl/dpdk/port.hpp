@@ -16,11 +16,14 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "dpdk/addr.hpp"
+
+struct rte_ring;
 
 namespace mroce::dpdk {
 
@@ -90,6 +93,10 @@ public:
     bool link_up() const;
     PortCounters counters() const;
     void reset_counters();
+    // Frames this port has sent that its peer has not received yet: the queue a sender's packets
+    // wait in. Known for ring ports (the ring between the two ends); nullopt for the other backends,
+    // whose PMDs report no such depth.
+    std::optional<uint32_t> tx_queue_depth() const;
 
 private:
     Port() = default;
@@ -101,6 +108,7 @@ private:
     bool is_vdev_ = false;
     std::shared_ptr<void> rings_;  // RingPair: both rings, freed when both ports are gone
     rte_ring* rx_ring_ = nullptr;  // RingPair: the ring this side receives on
+    rte_ring* tx_ring_ = nullptr;  // RingPair: the one this port sends on (in rings_)
     uint64_t tx_full_ = 0;
 };
 

@@ -1099,9 +1099,12 @@ std::optional<PathInfo> Engine::path_info(uint32_t conn, uint16_t path) const no
   v.cwnd = t.cwnd;
   v.srtt = t.srtt;
   v.rto = t.rto_current;
-  v.retransmissions = t.retransmissions;
+  v.retransmissions = t.retx_by_cause.total();
+  v.retx_by_cause = t.retx_by_cause;
   v.repaths = t.repaths;
   v.packets_sent = t.packets_sent;
+  v.rate_ceiling_mbps = rate_limited(*c, now_) ? c->ceiling : 0;
+  v.credit_bits = credit_at(*c, now_);
   return v;
 }
 

@@ -99,6 +99,9 @@ struct Msg {
 // New: created, not yet sent (transient inside the pump).
 enum class RecState : uint8_t { New, InFlight, Lost, RnrWait, Acked };
 
+// Why a PSN was declared lost, counted when it is retransmitted (RetransmissionCauses in mroce.hpp).
+enum class LossCause : uint8_t { Gap, Probe, Rto, Rnr, Nak };
+
 // One outstanding PSN [R-REL-1]: 32 bytes.
 struct Rec {
   uint32_t msg = kNone;
@@ -107,7 +110,8 @@ struct Rec {
   uint64_t rnr_until = 0;   // RnrWait: retransmit from then on [R-PLC-9]
   uint16_t prev = kNil16, next = kNil16;  // transmission-order list of in-flight records
   RecState state = RecState::New;
-  uint8_t is_void = 0;      // its work request failed: resend as VOID [R-REL-9]
+  uint8_t is_void : 1 = 0;     // its work request failed: resend as VOID [R-REL-9]
+  uint8_t loss_cause : 3 = 0;  // a LossCause: why it last became Lost (bit fields keep the record 32 bytes)
   uint8_t tx_count = 0;     // saturating
   uint8_t rnr_count = 0;    // consecutive RNR NAKs, saturating
 };
@@ -131,7 +135,8 @@ struct PathTx {
   uint32_t fresh_routes = 0, consecutive_repaths = 0, probe_ts = 0;
   uint64_t last_ack = 0, last_tx = 0;
   uint64_t last_repath = 0;  // [R-PATH-5]: when this path's route last changed on an RTO
-  uint64_t retransmissions = 0, repaths = 0, packets_sent = 0;
+  uint64_t repaths = 0, packets_sent = 0;
+  RetransmissionCauses retx_by_cause;  // their sum is the path's retransmission count
   uint16_t route = 0;
   PathState state = PathState::Active;
   bool in_decrease = false, have_cpsn = false, have_sample = false;
@@ -363,6 +368,8 @@ class Engine {
   void retire_msg(uint32_t m) noexcept;
   void advance_cursor(Conn& c, uint16_t stream) noexcept;
   void set_rec_state(Block& b, PathTx& t, uint32_t j, RecState s) noexcept;
+  void mark_lost(Block& b, PathTx& t, uint32_t j, LossCause why) noexcept;
+  int64_t credit_at(const Conn& c, uint64_t at) const noexcept;
   void txo_remove(Block& b, uint16_t r) noexcept;
   void txo_append(Block& b, uint16_t r) noexcept;
   bool has_pending_new_data(const Conn& c) const noexcept;

@@ -41,6 +41,17 @@ void rtt_sample(const DeviceConfig& cfg, PathTx& t, uint32_t r) noexcept {
   t.rto = std::clamp(raw, cfg.rto_min_us, cfg.rto_max_us);
 }
 
+uint64_t& count_of(RetransmissionCauses& k, LossCause why) noexcept {
+  switch (why) {
+    case LossCause::Gap: return k.gap;
+    case LossCause::Probe: return k.probe;
+    case LossCause::Rto: return k.rto;
+    case LossCause::Rnr: return k.rnr;
+    case LossCause::Nak: break;
+  }
+  return k.nak;
+}
+
 }  // namespace
 
 // ---- record bookkeeping -----------------------------------------------------------------------------
@@ -117,6 +128,15 @@ void Engine::set_rec_state(Block& b, PathTx& t, uint32_t j, RecState s) noexcept
       break;
   }
   o.state = s;
+}
+
+// Declares record j lost, remembering why for the retransmission counts (diagnosis only: the cause
+// never changes what is sent). A record already lost keeps its first cause.
+void Engine::mark_lost(Block& b, PathTx& t, uint32_t j, LossCause why) noexcept {
+  Rec& o = b.rec[(t.suna + j) & 255];
+  if (o.state == RecState::Lost) return;
+  set_rec_state(b, t, j, RecState::Lost);
+  o.loss_cause = uint8_t(why);
 }
 
 void Engine::release_msg_ref(uint32_t m) noexcept {
@@ -215,14 +235,17 @@ bool Engine::rate_limited(const Conn& c, uint64_t at) const noexcept {
   return c.ceiling != 0 && at - c.hint_time <= cfg_.hint_ttl_us;
 }
 
+// The credit the counter would hold if refreshed at `at` (no earlier than its last refresh).
+int64_t Engine::credit_at(const Conn& c, uint64_t at) const noexcept {
+  if (at < c.credit_time) return c.credit;
+  if (!rate_limited(c, at)) return c.credit_max();  // [R-CC-7] held at CREDIT_MAX while unlimited
+  const int64_t grown = c.credit + int64_t(c.ceiling) * int64_t(at - c.credit_time);
+  return std::min(grown, c.credit_max());
+}
+
 void Engine::refresh_credit(Conn& c, uint64_t at) noexcept {
   if (at < c.credit_time) return;
-  if (!rate_limited(c, at)) {
-    c.credit = c.credit_max();  // [R-CC-7] held at CREDIT_MAX while unlimited
-  } else {
-    const int64_t grown = c.credit + int64_t(c.ceiling) * int64_t(at - c.credit_time);
-    c.credit = std::min(grown, c.credit_max());
-  }
+  c.credit = credit_at(c, at);
   c.credit_time = at;
 }
 
@@ -296,8 +319,10 @@ void Engine::send_record(Conn& c, uint16_t p, uint32_t j, bool retransmission) n
   t.last_tx = now_;
   ++t.packets_sent;
   if (retransmission) {
-    ++t.retransmissions;
     ++counters_.retransmissions;
+    const auto why = LossCause(o.loss_cause);
+    ++count_of(t.retx_by_cause, why);
+    ++count_of(counters_.retx_by_cause, why);
   } else {
     ++counters_.data_sent;
   }
@@ -500,6 +525,12 @@ void Engine::on_ack(Conn& c, uint16_t p, const View& v) noexcept {
     ackm = ackm & SackBitmap256::prefix(t.n_out) & ~b.acked;
     for (unsigned j = ackm.next_set(0); j < 256; j = ackm.next_set(j + 1)) {
       Rec& o = b.rec[(t.suna + j) & 255];
+      // Spurious: the ACK first covering a retransmitted PSN answers a packet sent before that
+      // retransmission [R-ACK-7]; in-order arrival on the path means the earlier copy arrived.
+      if (o.tx_count >= 2 && serial_lt(ts_echo, static_cast<uint32_t>(o.last_tx))) {
+        ++t.retx_by_cause.spurious;
+        ++counters_.retx_by_cause.spurious;
+      }
       set_rec_state(b, t, j, RecState::Acked);
       o.rnr_count = 0;
       ++newly;
@@ -572,9 +603,11 @@ void Engine::on_ack(Conn& c, uint16_t p, const View& v) noexcept {
       }
     }
   }
-  // [R-REL-4] loss detection: L2 (time) and L1 (gap).
+  // [R-REL-4] loss detection: L2 (time) and L1 (gap). The ACK a tail probe drew counts its finds
+  // under the probe [R-REL-6].
   if (t.block != kNone) {
     Block& b = blocks_[t.block];
+    const LossCause found_by = answered_probe ? LossCause::Probe : LossCause::Gap;
     if (b.n_inflight) {
       // L2: the in-flight records sent before the echoed transmission, oldest first.
       uint16_t r = b.txo_head;
@@ -582,7 +615,7 @@ void Engine::on_ack(Conn& c, uint16_t p, const View& v) noexcept {
         const Rec& o = b.rec[r];
         if (!serial_lt(static_cast<uint32_t>(o.last_tx), ts_echo)) break;
         const uint16_t nx = o.next;
-        set_rec_state(b, t, (r - t.suna) & 255, RecState::Lost);
+        mark_lost(b, t, (r - t.suna) & 255, found_by);
         r = nx;
       }
       // L1: sent once, and some PSN after it acknowledged.
@@ -597,7 +630,7 @@ void Engine::on_ack(Conn& c, uint16_t p, const View& v) noexcept {
           if (serial_lt(t.suna + j, highest)) gm.set(j);
       }
       gm = gm & b.inflight & ~b.retx;
-      for (unsigned j = gm.next_set(0); j < 256; j = gm.next_set(j + 1)) set_rec_state(b, t, j, RecState::Lost);
+      for (unsigned j = gm.next_set(0); j < 256; j = gm.next_set(j + 1)) mark_lost(b, t, j, found_by);
     }
   }
   // [R-PATH-6] back to ACTIVE
@@ -632,13 +665,13 @@ void Engine::on_nak(Conn& c, uint16_t p, const View& v) noexcept {
   const bool response = msgs_[o.msg].flags & kResponse;
   const auto code = static_cast<fast::NakCode>(v.nak_code());
   if (o.is_void) {  // already voided: make sure the VOID goes out
-    set_rec_state(b, t, j, RecState::Lost);
+    mark_lost(b, t, j, LossCause::Nak);
   } else if (code == fast::NakCode::Rnr) {
     if (o.rnr_count < 255) ++o.rnr_count;
     if (o.rnr_count >= cfg_.rnr_retry_max && !response) {
       fail_work_request(c, o.msg, Status::RnrRetryExceeded);
       o.is_void = 1;
-      set_rec_state(b, t, j, RecState::Lost);
+      mark_lost(b, t, j, LossCause::Nak);
     } else {
       set_rec_state(b, t, j, RecState::RnrWait);
       o.rnr_until = now_ + (v.nak_detail() ? uint64_t(v.nak_detail()) * 10 : cfg_.rnr_default_us);
@@ -648,7 +681,7 @@ void Engine::on_nak(Conn& c, uint16_t p, const View& v) noexcept {
     if (code == fast::NakCode::RemoteAccess) status = Status::RemoteAccess;
     if (code == fast::NakCode::Length) status = Status::RemoteLength;
     o.is_void = 1;
-    set_rec_state(b, t, j, RecState::Lost);  // the VOID goes out through the retransmission queue
+    mark_lost(b, t, j, LossCause::Nak);  // the VOID goes out through the retransmission queue
     if (!response) fail_work_request(c, o.msg, status);
   }
   update_room(c, p);
@@ -697,7 +730,7 @@ void Engine::repath(Conn& c, uint16_t p) noexcept {
 // [R-PLC-9]: a PSN whose RNR wait is over is lost: retransmitted before new data [R-REL-5].
 void Engine::expire_rnr_waits(Block& b, PathTx& t) noexcept {
   for (unsigned j = b.rnr.next_set(0); j < 256; j = b.rnr.next_set(j + 1))
-    if (b.rec[(t.suna + j) & 255].rnr_until <= now_) set_rec_state(b, t, j, RecState::Lost);
+    if (b.rec[(t.suna + j) & 255].rnr_until <= now_) mark_lost(b, t, j, LossCause::Rnr);
 }
 
 void Engine::path_timers(Conn& c, uint16_t p) noexcept {
@@ -712,7 +745,7 @@ void Engine::path_timers(Conn& c, uint16_t p) noexcept {
   const uint64_t earliest = b.rec[b.txo_head].last_tx;
   if (std::max(t.last_ack, earliest) + t.rto_current <= now_) {  // [R-REL-7]
     for (unsigned j = b.inflight.next_set(0); j < 256; j = b.inflight.next_set(j + 1))
-      set_rec_state(b, t, j, RecState::Lost);
+      mark_lost(b, t, j, LossCause::Rto);
     t.rto_current = std::min(cfg_.rto_max_us, t.rto_current * 2);
     t.probe_sent_in_period = false;
     if (t.probe_outstanding) {

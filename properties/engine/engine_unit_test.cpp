@@ -263,5 +263,151 @@ void lossy_transfer(uint32_t loss_pct_x10, uint64_t seed) {
 TEST(EngineLoss, R_ARCH_3_TransferUnderOnePercentLossIsByteExact) { lossy_transfer(10, 1); }
 TEST(EngineLoss, R_ARCH_3_TransferUnderTenPercentLossIsByteExact) { lossy_transfer(100, 2); }
 
+// ---- retransmissions by cause (diagnosis counters; they change nothing on the wire) ---------------
+
+// One path on both sides, so that every data packet of A shares one PSN space and one SACK.
+EnginePair one_path_pair() {
+  DeviceConfig a = engine_config(0), b = engine_config(1);
+  a.offer.paths = b.offer.paths = 1;
+  return EnginePair(a, b);
+}
+
+// The engine-wide causes and the sum over the connection's paths agree, and add up to the total.
+RetransmissionCauses checked_causes(EnginePair& net) {
+  const Counters& k = net.dev(0).counters();
+  RetransmissionCauses sum;
+  uint64_t path_total = 0;
+  for (uint16_t p = 0; p < net.dev(0).path_count(net.conn[0]); ++p) {
+    const auto pi = net.dev(0).path_info(net.conn[0], p);
+    if (!pi) continue;
+    EXPECT_EQ(pi->retransmissions, pi->retx_by_cause.total());
+    path_total += pi->retransmissions;
+    sum.gap += pi->retx_by_cause.gap;
+    sum.probe += pi->retx_by_cause.probe;
+    sum.rto += pi->retx_by_cause.rto;
+    sum.rnr += pi->retx_by_cause.rnr;
+    sum.nak += pi->retx_by_cause.nak;
+    sum.spurious += pi->retx_by_cause.spurious;
+  }
+  EXPECT_EQ(k.retx_by_cause.total(), k.retransmissions);
+  EXPECT_EQ(path_total, k.retransmissions);
+  EXPECT_EQ(sum.gap, k.retx_by_cause.gap);
+  EXPECT_EQ(sum.probe, k.retx_by_cause.probe);
+  EXPECT_EQ(sum.rto, k.retx_by_cause.rto);
+  EXPECT_EQ(sum.rnr, k.retx_by_cause.rnr);
+  EXPECT_EQ(sum.nak, k.retx_by_cause.nak);
+  EXPECT_EQ(sum.spurious, k.retx_by_cause.spurious);
+  return k.retx_by_cause;
+}
+
+// One Write of `bytes` over one path whose first data packet's first copy is lost (and every tail
+// probe too, when `lose_probes`): returns the causes the completed transfer counted.
+RetransmissionCauses causes_after_losing_first_copy(uint32_t bytes, bool lose_probes) {
+  EnginePair net = one_path_pair();
+  net.setup();
+  bool dropped = false;
+  net.filter = [&](int from, const fast::PacketView& v) {
+    if (from != 0) return io::Fate::Deliver;
+    if (lose_probes && v.opcode() == fast::Opcode::Probe) return io::Fate::Drop;
+    if (v.is_data() && !dropped) {
+      dropped = true;
+      return io::Fate::Drop;
+    }
+    return io::Fate::Deliver;
+  };
+  write(net, 1, bytes);
+  net.run(net.now() + 100000, [&] { return done_a(net); });
+  EXPECT_TRUE(dropped);
+  EXPECT_EQ(net.completions[0].size(), 1u);
+  return checked_causes(net);
+}
+
+TEST(EngineRetxCause, R_REL_4_GapLossIsCountedUnderGap) {
+  // Later PSNs of the path arrive: the SACK shows the gap.
+  const RetransmissionCauses k = causes_after_losing_first_copy(8 * 4096, false);
+  EXPECT_EQ(k.gap, 1u);
+  EXPECT_EQ(k.total(), 1u);
+  EXPECT_EQ(k.spurious, 0u);
+}
+
+TEST(EngineRetxCause, R_REL_6_TailLossFoundByTheProbesAckIsCountedUnderProbe) {
+  // The only packet: nothing after it shows a gap, the probe's ACK finds it by the time rule.
+  const RetransmissionCauses k = causes_after_losing_first_copy(100, false);
+  EXPECT_EQ(k.probe, 1u);
+  EXPECT_EQ(k.total(), 1u);
+  EXPECT_EQ(k.spurious, 0u);
+}
+
+TEST(EngineRetxCause, R_REL_7_RtoIsCountedUnderRto) {
+  // The probe is lost too: only the RTO is left.
+  const RetransmissionCauses k = causes_after_losing_first_copy(100, true);
+  EXPECT_EQ(k.rto, 1u);
+  EXPECT_EQ(k.total(), 1u);
+  EXPECT_EQ(k.spurious, 0u);
+}
+
+TEST(EngineRetxCause, R_PLC_9_RnrRetryIsCountedUnderRnr) {
+  EnginePair net = one_path_pair();
+  net.setup();
+  ASSERT_EQ(net.dev(0).post_send(net.conn[0], 0, 1, Sge{kSrc, 100, net.mr[0].lkey}), Result::Ok);
+  net.run(net.now() + 250);  // no receive posted yet: RNR NAKs, retries after RNR_DEFAULT
+  const uint64_t rnr_naks = net.dev(0).counters().naks_received;
+  ASSERT_GE(rnr_naks, 2u);
+  ASSERT_EQ(net.dev(1).post_recv(net.conn[1], 0, 9, Sge{kDst, 100, net.mr[1].lkey}), Result::Ok);
+  net.run(net.now() + 100000, [&] { return done_a(net); });
+  ASSERT_EQ(net.completions[0].size(), 1u);
+  EXPECT_EQ(net.completions[0][0].status, Status::Success);
+  const RetransmissionCauses k = checked_causes(net);
+  EXPECT_EQ(k.rnr, net.dev(0).counters().naks_received);  // one retry per RNR NAK
+  EXPECT_EQ(k.total(), k.rnr);
+  EXPECT_EQ(k.spurious, 0u);
+}
+
+TEST(EngineRetxCause, R_REL_9_VoidAfterNakIsCountedUnderNak) {
+  EnginePair net = one_path_pair();
+  net.setup();
+  ASSERT_EQ(net.dev(0).post_write(net.conn[0], 0, 1, Sge{kSrc, 100, net.mr[0].lkey}, kDst, net.mr[1].rkey ^ 0xff00),
+            Result::Ok);  // a key naming no region: NAK, then a VOID
+  net.run(net.now() + 100000, [&] { return done_a(net); });
+  ASSERT_EQ(net.completions[0].size(), 1u);
+  EXPECT_EQ(net.completions[0][0].status, Status::RemoteAccess);
+  const RetransmissionCauses k = checked_causes(net);
+  EXPECT_EQ(k.nak, 1u);
+  EXPECT_EQ(k.total(), 1u);
+  EXPECT_EQ(net.dev(0).counters().voids_sent, 1u);
+}
+
+// [R-ACK-7]: the ACK of the first copy is late, not lost: it arrives after the RTO retransmitted, and
+// its timestamp echo names the first copy, so that retransmission was spurious.
+TEST(EngineRetxCause, R_REL_7_RtoWhoseFirstCopyArrivedIsCountedSpurious) {
+  EnginePair net = one_path_pair();
+  net.setup();
+  std::vector<uint8_t> late_ack;
+  bool hold_acks = true;
+  net.loop().filter = [&, inner = net.loop().filter](int from, const uint8_t* f, uint32_t len) {
+    fast::PacketView v;
+    if (from == 1 && hold_acks && fast::decode(f, len, 4793, v) == fast::Error::None) {
+      if (v.opcode() == fast::Opcode::Ack && late_ack.empty()) late_ack.assign(f, f + len);
+      return io::Fate::Drop;  // B's ACKs (of the data and of the probe) do not arrive in time
+    }
+    if (from == 0 && hold_acks && fast::decode(f, len, 4793, v) == fast::Error::None &&
+        v.opcode() == fast::Opcode::Probe)
+      return io::Fate::Drop;
+    return inner(from, f, len);
+  };
+  write(net, 1, 100);
+  net.run(net.now() + 100000, [&] { return net.dev(0).counters().retransmissions == 1; });
+  ASSERT_EQ(net.dev(0).counters().retransmissions, 1u);
+  ASSERT_FALSE(late_ack.empty());
+  EXPECT_EQ(net.dev(0).counters().retx_by_cause.spurious, 0u);  // nothing judged before an ACK
+  hold_acks = false;
+  DeviceHooks::input(net.dev(0), late_ack.data(), uint32_t(late_ack.size()));
+  net.collect();
+  ASSERT_EQ(net.completions[0].size(), 1u);
+  const RetransmissionCauses k = checked_causes(net);
+  EXPECT_EQ(k.rto, 1u);
+  EXPECT_EQ(k.spurious, 1u);
+}
+
 }  // namespace
 }  // namespace mroce::testing

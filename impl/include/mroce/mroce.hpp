@@ -190,6 +190,22 @@ enum class ConnState : uint8_t { Connecting, Established, Closing, Closed, Faile
 const char* path_state_name(PathState s) noexcept;
 const char* conn_state_name(ConnState s) noexcept;
 
+// Retransmissions by the rule that declared their PSN lost (engine only, for diagnosis; the first five
+// sum to the retransmission count), and how many of them proved unnecessary.
+struct RetransmissionCauses {
+  uint64_t gap = 0;    // declared lost by an ACK: the gap rule L1 or the time rule L2 [R-REL-4]
+  uint64_t probe = 0;  // declared lost by the ACK that answered a tail probe [R-REL-6]
+  uint64_t rto = 0;    // declared lost by an RTO expiry [R-REL-7]
+  uint64_t rnr = 0;    // retried once an RNR wait ended [R-PLC-9]
+  uint64_t nak = 0;    // a VOID sent for a NAKed PSN [R-REL-9]
+  // Judged after the fact (the Eifel idea): the first ACK to cover a retransmitted PSN echoes a
+  // timestamp [R-ACK-7] older than the retransmission, so the earlier copy had arrived (a path's
+  // packets arrive in order, A-13). A lower bound: when both copies arrive before the receiver
+  // sends its ACK, or the first copy's ACKs are all lost, the echo names the retransmission.
+  uint64_t spurious = 0;
+  uint64_t total() const noexcept { return gap + probe + rto + rnr + nak; }
+};
+
 // The sending side of one path [R-REL-1], [R-CC-1].
 struct PathInfo {
   PathState state = PathState::Active;
@@ -197,6 +213,11 @@ struct PathInfo {
   uint32_t snxt = 0, suna = 0, in_flight = 0, cwnd = 0;
   uint32_t srtt = 0, rto = 0;  // rto includes the backoff
   uint64_t retransmissions = 0, repaths = 0, packets_sent = 0;
+  RetransmissionCauses retx_by_cause;
+  // The connection's rate ceiling and credit, the same on every path of it: the ceiling in force
+  // in Mb/s (0: unlimited) [R-CC-6], and the credit in bits at the last event [R-CC-7].
+  uint32_t rate_ceiling_mbps = 0;
+  int64_t credit_bits = 0;
 };
 
 // Drop, refusal and activity counters [R-VAL-3], [R-SEC-*]; the first block mirrors the model's.
@@ -225,6 +246,7 @@ struct Counters {
   uint64_t rejects_no_resources = 0;
   uint64_t rx_frames = 0;
   uint64_t tx_frames = 0;
+  RetransmissionCauses retx_by_cause;  // of `retransmissions`, every path of every connection
 };
 
 // Sizes of the engine's state, for capacity planning [R-CONN-5].
