@@ -113,8 +113,24 @@ struct TxPath {
     };
     uint32_t suna = 0, snxt = 0;
     std::deque<Out> out;
-    uint32_t cwnd = 16, ai_count = 0, last_ce = 0, decrease_end = 0, highest_cpsn = 0;
-    bool in_decrease = false, have_cpsn = false;
+    // [R-CC-1], [R-CC-2], [R-CC-4]: the window, and the windows the sender may have instead (real
+    // time). A decrease period lasts until SUNA reaches the SNXT of the moment the sender processed
+    // the CE-marked ACK; its sender pumps between the frames of a received burst, so new PSNs the
+    // tap records after that ACK may count in that end: those it could have built before it
+    // processed the ACK (`decided` within the lag of the ACK, and room for them in the window it
+    // had before the ACK). Each candidate keeps the end as a range [end_lo, end_hi], growing with
+    // such PSNs while `open_at` (the ACK's time) is set; an ACK whose SUNA falls inside it splits
+    // the candidate (the period ended / not yet). In virtual time the range is one PSN and there
+    // is one candidate: the model's window.
+    struct Cc {
+        uint32_t cwnd = 16, ai_count = 0, end_lo = 0, end_hi = 0;
+        bool in_decrease = false;
+        Nanos open_at = -1;
+        uint32_t open_snxt = 0, open_inflight = 0;  // SNXT and PSNs in flight just before that ACK
+    };
+    std::vector<Cc> cc{Cc{}};
+    uint32_t last_ce = 0, highest_cpsn = 0;
+    bool have_cpsn = false;
     PathState state = PathState::Active;
     uint32_t consecutive_repaths = 0, backoff = 0;
     bool have_sample = false;
@@ -128,6 +144,27 @@ struct TxPath {
     bool probe_outstanding = false;
     uint32_t probe_ts = 0;
 
+    uint32_t max_cwnd() const {
+        uint32_t w = 0;
+        for (const auto& x : cc) w = std::max(w, x.cwnd);
+        return w;
+    }
+    // Candidates in the same decrease state (period, or none, and its range) move in step: they
+    // enter, split and leave periods together, and additive increase and halving keep their order
+    // by (cwnd, count). The largest of each such group is the largest window at every later time:
+    // the others are dropped.
+    void prune_cc() {
+        auto same = [](const Cc& a, const Cc& b) {
+            return a.in_decrease == b.in_decrease && a.end_lo == b.end_lo && a.end_hi == b.end_hi &&
+                   a.open_at == b.open_at;
+        };
+        for (size_t i = 0; i < cc.size(); ++i)
+            for (size_t j = cc.size(); j-- > i + 1;)
+                if (same(cc[i], cc[j])) {
+                    if (std::pair(cc[j].cwnd, cc[j].ai_count) > std::pair(cc[i].cwnd, cc[i].ai_count)) cc[i] = cc[j];
+                    cc.erase(cc.begin() + std::ptrdiff_t(j));
+                }
+    }
     uint32_t in_flight() const {
         uint32_t n = 0;
         for (const auto& o : out) n += o.state == PsnState::InFlight;
@@ -656,7 +693,7 @@ struct Monitor::State {
             dir.streams.assign(c.streams, StreamTx{});
             for (auto& t : dir.tx) {
                 t.suna = t.snxt = c.isn[d];
-                t.cwnd = c.init_cwnd();
+                t.cc = {TxPath::Cc{.cwnd = c.init_cwnd()}};
             }
             for (auto& r : dir.rx) r.cpsn = c.isn[d] - 1;  // [R-HDR-19]
         }
@@ -1077,9 +1114,9 @@ struct Monitor::State {
         // [R-CC-3]: the window holds new data and retransmissions alike.
         const uint32_t inflight = t.in_flight();
         if (j) {
-            // The largest window the sender may have judged by: the current one, or one in force
-            // before an ACK it may not have processed when it built this frame.
-            uint32_t window = t.cwnd;
+            // The largest window the sender may have judged by: the current one (any candidate), or
+            // one in force before an ACK it may not have processed when it built this frame.
+            uint32_t window = t.max_cwnd();
             while (!t.cwnd_before.empty() && t.cwnd_before.front().first < decided - tol()) t.cwnd_before.pop_front();
             for (const auto& [at, w] : t.cwnd_before) window = std::max(window, w);
             if (settled(t, -1) && !rnr_unsettled(t)) {
@@ -1218,7 +1255,7 @@ struct Monitor::State {
             for (uint16_t i = 0; i < c.paths; ++i) {
                 const uint16_t q2 = uint16_t((start + i) % c.paths);
                 const TxPath& o = d.tx[q2];
-                bool room = o.state == PathState::Active && o.in_flight() < o.cwnd && slt(o.snxt, o.suna + kSpan);
+                bool room = o.state == PathState::Active && o.in_flight() < o.max_cwnd() && slt(o.snxt, o.suna + kSpan);
                 for (const auto& x : o.out) room = room && x.state != PsnState::Lost;
                 if (room) {
                     rr = q2;
@@ -1269,6 +1306,23 @@ struct Monitor::State {
         }
         t.out.push_back(o);
         t.snxt = psn + 1;
+        // [R-CC-4] a PSN the sender may have sent before it processed a decreasing ACK: in SNXT
+        // then, so in the decrease period's end. Before that ACK it had at least the PSNs in flight
+        // then and the new ones since, and at most the largest window of the ACKs within the lag
+        // (those it had not processed either: cwnd_before, up to that ACK's own entry). A frame
+        // built surely after the ACK closes the range, and so do all later ones.
+        for (auto& w : t.cc) {
+            if (!w.in_decrease || w.open_at < 0) continue;
+            uint32_t window = 0;
+            for (const auto& [at, cw] : t.cwnd_before)
+                if (at >= decided - tol() && at <= w.open_at) window = std::max(window, cw);
+            const bool room = uint64_t(w.open_inflight) + (psn - w.open_snxt) < window;
+            if (decided - tol() <= w.open_at && room) w.end_hi = t.snxt;
+            else w.open_at = -1;
+        }
+        // A period split off to end above SUNA, closed with no PSN there: no such end.
+        std::erase_if(t.cc, [](const TxPath::Cc& w) { return w.in_decrease && w.open_at < 0 && slt(w.end_hi, w.end_lo); });
+        t.prune_cc();
         d.any_new = true;
         d.last_path = p.path_id;
     }
@@ -1348,8 +1402,9 @@ struct Monitor::State {
         Direction& d = c.dir[r];
         TxPath& t = d.tx[a.path_id];
         t.last_ack_input = now;
+        const uint32_t inflight_before = t.in_flight();
         if (!cfg.virtual_time) {
-            t.cwnd_before.push_back({now, t.cwnd});
+            t.cwnd_before.push_back({now, t.max_cwnd()});
             if (t.cwnd_before.size() > 256) t.cwnd_before.pop_front();
         }
         // [R-CC-6]. The sender grows its credit at each of its pumps; some pumps show nothing on
@@ -1404,27 +1459,45 @@ struct Monitor::State {
             ++t.suna;
             t.suna_time = now;
         }
-        if (slt(t.last_ce, a.ce_count)) {  // [R-CC-4]
-            t.last_ce = a.ce_count;
-            if (!t.in_decrease) {
-                t.cwnd = std::max<uint32_t>(1, t.cwnd / 2);
-                t.ai_count = 0;
-                t.in_decrease = true;
-                t.decrease_end = t.snxt;
+        const bool ce_up = slt(t.last_ce, a.ce_count);
+        if (ce_up) t.last_ce = a.ce_count;
+        for (size_t k = 0, n = t.cc.size(); k < n; ++k) {
+            TxPath::Cc w = t.cc[k];
+            if (ce_up && !w.in_decrease) {  // [R-CC-4]
+                w.cwnd = std::max<uint32_t>(1, w.cwnd / 2);
+                w.ai_count = 0;
+                w.in_decrease = true;
+                w.end_lo = w.end_hi = t.snxt;
+                w.open_at = cfg.virtual_time ? -1 : now;
+                w.open_snxt = t.snxt;
+                w.open_inflight = inflight_before;
             }
-        }
-        if (t.in_decrease && sle(t.decrease_end, t.suna)) t.in_decrease = false;
-        if (!t.in_decrease) {  // [R-CC-2]
-            t.ai_count += newly;
-            while (t.ai_count >= t.cwnd) {
-                t.ai_count -= t.cwnd;
-                t.cwnd = std::min(c.cwnd_max(), t.cwnd + 1);
-                if (t.cwnd == c.cwnd_max()) {
-                    t.ai_count = std::min(t.ai_count, t.cwnd - 1);
-                    break;
+            if (w.in_decrease && sle(w.end_lo, t.suna)) {
+                // Ended if the period's end is at most SUNA; a later end (a PSN above SUNA, or one
+                // still to come while the range is open) keeps it going: both, as two candidates.
+                if (w.open_at >= 0 || slt(t.suna, w.end_hi)) {
+                    TxPath::Cc on = w;
+                    on.end_lo = t.suna + 1;
+                    t.cc.push_back(on);
+                }
+                w.in_decrease = false;
+                w.end_lo = w.end_hi = w.open_snxt = w.open_inflight = 0;
+                w.open_at = -1;
+            }
+            if (!w.in_decrease) {  // [R-CC-2]
+                w.ai_count += newly;
+                while (w.ai_count >= w.cwnd) {
+                    w.ai_count -= w.cwnd;
+                    w.cwnd = std::min(c.cwnd_max(), w.cwnd + 1);
+                    if (w.cwnd == c.cwnd_max()) {
+                        w.ai_count = std::min(w.ai_count, w.cwnd - 1);
+                        break;
+                    }
                 }
             }
+            t.cc[k] = w;
         }
+        t.prune_cc();
         for (uint32_t i = 0; i < t.out.size(); ++i) {  // [R-REL-4] L1 and L2
             auto& o = t.out[i];
             if (o.state != PsnState::InFlight) continue;
@@ -1436,9 +1509,7 @@ struct Monitor::State {
         }
         if ((newly > 0 || answered_probe) && t.state != PathState::Active) {  // [R-PATH-6]
             t.state = PathState::Active;
-            t.cwnd = c.init_cwnd();
-            t.ai_count = 0;
-            t.in_decrease = false;
+            t.cc = {TxPath::Cc{.cwnd = c.init_cwnd()}};
             t.consecutive_repaths = 0;
         }
     }

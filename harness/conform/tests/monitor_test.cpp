@@ -322,6 +322,70 @@ TEST(Monitor, ASegmentBuiltBeforeTheFatalNakReachedTheSenderIsAccepted) {
     EXPECT_TRUE(has_rule(k.m, "R-REL-9"));
 }
 
+// Real time at A's port: Window Cap 4 (INIT_CWND 4), PSNs 0..3 of an 8-segment WRITE sent at
+// 1000 us fill the window. An ACK from B with its CE count and timestamp echo.
+void window_of_4_full(Talk& k) {
+    k.t = 100'000;
+    k.setup(1, 4);
+    k.t = 1'000'000;
+    for (uint32_t i = 0; i < 4; ++i) k.write(i, i, 8);
+}
+void ack_ce(Talk& k, uint32_t cpsn_rel, uint32_t ce, uint32_t ts_echo) {
+    auto a = k.base(false, Opcode::Ack);
+    a.cpsn = Talk::kIsnA + cpsn_rel;
+    a.ce_count = ce;
+    a.ts_echo = ts_echo;
+    k.send(a);
+}
+
+// [R-CC-4] over a real port: the sender takes a burst of ACKs one by one and pumps between them, so
+// a PSN it sent after the first ACK of a burst, recorded after the whole burst, is in its SNXT when
+// it takes the CE-marked second one: the decrease period lasts until SUNA passes that PSN too. A
+// higher CE count before then starts no second decrease (the capture of the engine under load
+// showed "13 PSNs in flight on path 3 with cwnd 13" where its window was 14 and more).
+TEST(Monitor, APsnSentBetweenTheAcksOfABurstCountsInTheDecreasePeriod) {
+    Talk k(real_time_at_a());
+    auto at = [&](Nanos us) { k.t = us * 1000; };
+    window_of_4_full(k);  // PSNs 0..3 at 1000 us: the window (4) is full
+    at(1100);
+    ack_ce(k, 0, 0, 1000);  // one burst: PSN 0 acknowledged (room for one more) ...
+    ack_ce(k, 1, 1, 1000);  // ... then a CE mark: cwnd 2
+    at(1105);
+    k.write(4, 4, 8);  // sent between the two: the period lasts until SUNA passes PSN 4
+    at(1200);
+    ack_ce(k, 3, 1, 1000);  // SUNA 4: still in the period (cwnd 2), not out of it at cwnd 3
+    at(1205);
+    k.write(5, 5, 8);  // 1 in flight, cwnd 2
+    at(1300);
+    ack_ce(k, 4, 2, 1105);  // a higher CE count inside the period: no decrease; SUNA 5 ends it (cwnd 2)
+    at(2000);
+    k.write(6, 6, 8);  // well after: 1 in flight with cwnd 2, not "cwnd 1"
+    EXPECT_TRUE(k.m.violations().empty()) << k.m.violations()[0].rule << " " << k.m.violations()[0].what;
+    EXPECT_GT(k.m.tally().at("R-CC-3").checked, 0u);
+    k.write(7, 7, 8);  // but a third: 2 in flight with cwnd 2
+    EXPECT_TRUE(has_rule(k.m, "R-CC-3"));
+}
+
+// ... but only a PSN the window before that ACK had room for: one sent after it cannot be (a sender
+// that took a second CE rise right after the period as still inside it is caught).
+TEST(Monitor, APsnTheWindowBeforeTheCeAckHadNoRoomForEndsNoLaterDecreasePeriod) {
+    Talk k(real_time_at_a());
+    auto at = [&](Nanos us) { k.t = us * 1000; };
+    window_of_4_full(k);  // PSNs 0..3 at 1000 us: the window (4) is full
+    at(1100);
+    ack_ce(k, 1, 1, 1000);  // 4 in flight before it (no room): cwnd 2, the period ends at SUNA 4
+    at(1200);
+    ack_ce(k, 3, 1, 1000);  // SUNA 4: the period is over, cwnd 3
+    at(1205);
+    k.write(4, 4, 8);  // within the lag of the CE ACK, but sent after it
+    k.write(5, 5, 8);
+    at(1300);
+    ack_ce(k, 4, 2, 1205);  // a CE rise after the period: cwnd 1
+    at(2000);
+    k.write(6, 6, 8);  // 1 in flight with cwnd 1
+    EXPECT_TRUE(has_rule(k.m, "R-CC-3"));
+}
+
 // A one-segment message sent at 1000 us, refused with RNR at 1100 (Detail 10: wait until 1200).
 void rnr_at_1100(Talk& k) {
     k.t = 100'000;
