@@ -93,6 +93,8 @@ IoContext::IoContext(const IoOptions& o) : udp_port_(o.udp_port) {
         }
         pumps_.back()->set_pcap(pcap_.get());
     }
+    pool_->prefault();
+    if (xdp_pool_) xdp_pool_->prefault();
 }
 
 IoContext::~IoContext() {

@@ -11,6 +11,9 @@ MbufPool::MbufPool(const std::string& name, unsigned n_mbufs, uint16_t data_room
     pool_ = rte_pktmbuf_pool_create(name.c_str(), n_mbufs, cache, priv, data_room, int(rte_socket_id()));
     if (!pool_)
         throw std::runtime_error("rte_pktmbuf_pool_create(" + name + ") failed: " + rte_strerror(rte_errno));
+}
+
+void MbufPool::prefault() {
     // Fault every page of the pool in now. Without hugepages the data rooms are untouched anonymous
     // memory, and each first write took a page fault (several µs on a nested VM): the first pass
     // through the pool stalled the poll loop for ms at a time, long enough for spurious RTOs in

@@ -27,6 +27,9 @@ public:
     MbufPool(const MbufPool&) = delete;
     MbufPool& operator=(const MbufPool&) = delete;
     rte_mempool* get() const { return pool_; }
+    // Touches every page of the pool (see mbuf.cpp). IoContext calls it once its ports are open,
+    // so that a memif server's socket is not delayed by it.
+    void prefault();
     operator rte_mempool*() const { return pool_; }
     unsigned available() const { return rte_mempool_avail_count(pool_); }
     uint16_t data_room() const { return rte_pktmbuf_data_room_size(pool_); }
