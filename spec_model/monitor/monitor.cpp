@@ -1102,10 +1102,16 @@ struct Monitor::State {
                         o->rnr_until = o->pre_nak_rnr_until;
                     }
                 }
+                // A PSN that was not in flight (NAKed, or its RNR wait over) sent again on a new
+                // route: the path re-pathed since its previous frame, which only an RTO expiry does
+                // in the model ([R-PATH-4]; the first copy after it is the lowest lost PSN, not
+                // necessarily one that was in flight). The path is SUSPECT from then on [R-PATH-6].
+                const bool expired = o->state == PsnState::InFlight || (t.have_route && p.udp_sport != t.route);
                 if (o->state == PsnState::RnrWait) {
                     if (j) require(decided + tol() >= o->rnr_until, "R-PLC-9", who, "PSN " + hex32(psn) + " retransmitted " + std::to_string((o->rnr_until - decided) / 1000) + " us before its RNR wait ended", {o->nak_frame});
                     o->state = PsnState::Lost;
-                } else if (o->state == PsnState::InFlight) {
+                }
+                if (expired) {
                     if (j) infer_rto(c, s, p.path_id, p, o->tx_frame);
                     else for (auto& x : t.out) if (x.state == PsnState::InFlight) x.state = PsnState::Lost;
                 }

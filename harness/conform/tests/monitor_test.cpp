@@ -426,6 +426,45 @@ TEST(Monitor, TheRnrRetransmissionInTimeIsAccepted) {
     EXPECT_TRUE(k.m.violations().empty()) << k.m.violations()[0].rule << " " << k.m.violations()[0].what;
 }
 
+// [R-PATH-4], [R-PATH-6] over a real port: after an RTO expiry the first copy on the new route is
+// the lowest lost PSN, here one whose RNR wait had ended (not one that was in flight). That copy
+// already shows the re-path: the path is SUSPECT, and the ACK that returns it to ACTIVE restarts
+// its cwnd at INIT_CWND. (The engine under RNR NAKs on loaded memif drew "15 PSNs in flight on
+// path 0 with cwnd 11" where its window was 16: the monitor, taking the route change for an RNR
+// retry's, saw no re-path.)
+TEST(Monitor, TheRnrRetransmissionThatOpensANewRouteShowsTheRepath) {
+    Talk k(real_time_at_a());
+    auto at = [&](Nanos us) { k.t = us * 1000; };
+    at(100);
+    k.setup(1, 8);  // INIT_CWND 8
+    at(1000);
+    for (uint32_t i = 0; i < 4; ++i) k.write(i, i, 32);
+    at(1100);
+    ack_ce(k, 0, 1, 1000);  // a CE mark: cwnd 4
+    at(1150);
+    nak(k, 1, ref::NakCode::Rnr, 10);  // PSN 1 waits until 1250; 2 and 3 stay in flight
+    at(20000);  // the RTO expires (2 and 3 lost): re-path, PSN 1 goes first
+    for (uint32_t i = 1; i < 4; ++i) {
+        auto p = k.base(true, Opcode::Write);
+        p.udp_sport = 51234;
+        p.psn = Talk::kIsnA + i;
+        p.flags = ref::kFlagRetx;
+        p.msg_length = 32 * 1024;
+        p.msg_offset = 1024 * i;
+        p.rkey = 0x100;
+        k.send(p, 1024);
+    }
+    at(20100);
+    ack_ce(k, 3, 1, 20000);  // all acknowledged: ACTIVE again, cwnd 8
+    at(20200);
+    for (uint32_t i = 4; i < 12; ++i) k.write(i, i, 32);  // 7 in flight with cwnd 8, not "cwnd 4"
+    EXPECT_TRUE(k.m.violations().empty()) << k.m.violations()[0].rule << " " << k.m.violations()[0].what;
+    EXPECT_GT(k.m.tally().at("R-CC-3").checked, 0u);
+    at(20300);
+    k.write(12, 12, 32);  // but a ninth: 8 in flight with cwnd 8
+    EXPECT_TRUE(has_rule(k.m, "R-CC-3"));
+}
+
 // Real time, B (the receiver) judged at its own port.
 Config real_time_at_b() {
     Config c = real_time_at_a();
