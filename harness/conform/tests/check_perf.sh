@@ -20,10 +20,8 @@ cleanup() {
 }
 trap cleanup EXIT
 sock="$work/m.sock"
-# --ce-backlog 0: no CE marks from the ports' backlog marking (on by default over memif). Under host
-# load, captures with CE marks still draw a few [R-CC-3] reports (2 of 8 loaded runs after the fix of
-# the decrease period's end; issue 13 note): the monitor's real-time window shadow is not done.
-common=(-q --timeout 60 --ce-backlog 0)
+# The ports' backlog CE marking is on (memif's default): the captures carry CE and its decreases.
+common=(-q --timeout 60)
 [ "$loss" != 0 ] && common+=(--loss "$loss")
 server_extra=() client_extra=()
 case "$fault" in
