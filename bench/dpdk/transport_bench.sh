@@ -12,7 +12,7 @@
 # Prints tables and the ratios. A benchmark, not a test.
 #   bench/dpdk/transport_bench.sh PATH/TO/mroce [SECONDS]      (root for part (b); skipped otherwise)
 # Environment: MEMIF_PAYLOAD (default 1024), VETH_PORT (af_packet | af_xdp), VETH_MTU, VETH_PAYLOAD,
-# PARTS ("a b" by default).
+# PARTS ("a b" by default), REPS (rounds of part (a), default 3: medians).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../../ci/netns/lib.sh"
@@ -24,6 +24,7 @@ veth_port=${VETH_PORT:-af_packet}
 if [ "$veth_port" = af_xdp ]; then veth_mtu=${VETH_MTU:-1500}; veth_payload=${VETH_PAYLOAD:-1024}
 else veth_mtu=${VETH_MTU:-9000}; veth_payload=${VETH_PAYLOAD:-8192}; fi
 parts=${PARTS:-a b}
+reps=${REPS:-3}
 dir=$(mktemp -d)
 pids=()
 cleanup() {
@@ -82,26 +83,47 @@ if [[ " $parts " == *" a "* ]]; then
 echo "== (a) net_memif, two processes, $secs s per run, max payload $payload B, mixed Writes+Sends 64 KiB"
 # testpmd's txonly builds each frame in one mbuf segment of one 2 KiB memif buffer: no reference
 # point for larger frames.
-if [ "$len" -gt 2048 ]; then tp=0; echo "testpmd raw: n/a ($len B frames do not fit one 2 KiB memif buffer)"
-elif command -v dpdk-testpmd >/dev/null; then tp=$(testpmd_pps); else tp=0; echo "dpdk-testpmd not installed"; fi
-tp_gbps=$(python3 -c "print($tp * $payload * 8 / 1e9)")
-printf '%-34s %10s %10s %8s %10s\n' "run" "Gb/s" "msg/s" "retx" "vs raw"
-printf '%-34s %10.3f %10s %8s %10s\n' "testpmd raw ($len B frames, payload)" "$tp_gbps" "-" "-" "1.00"
-g0=""
-for ppm in 0 10000 100000; do
-  j=$(perf_memif $ppm)
-  g=$(jget "$j" goodput_gbps)
-  [ -z "$g0" ] && g0=$g
-  python3 - "$j" "$ppm" "$tp_gbps" "$g0" <<'PY'
-import json, sys
-d = json.loads(sys.argv[1]); raw = float(sys.argv[3]); g0 = float(sys.argv[4])
-g = d.get("goodput_gbps", 0)
-name = f"mroce perf memif {int(sys.argv[2]) / 1e4:g}% loss" + ("" if d.get("verified") else " (NOT VERIFIED)")
-print(f"{name:34s} {g:10.3f} {d.get('msgs_per_s', 0):10.0f} {d.get('retransmissions', 0):8d} "
-      f"{(g / raw if raw else 0):10.3f}   retained {(g / g0 if g0 else 0):.2f}")
-PY
+# REPS rounds, each of testpmd then mroce at 0, 1 and 10 % back to back: the machine's load drifts,
+# so every figure is the median of its rounds, and the ratios are taken between medians.
+tp_ok=1
+if [ "$len" -gt 2048 ]; then tp_ok=0; echo "testpmd raw: n/a ($len B frames do not fit one 2 KiB memif buffer)"
+elif ! command -v dpdk-testpmd >/dev/null; then tp_ok=0; echo "dpdk-testpmd not installed"; fi
+: >"$dir/rounds.jsonl"
+for ((r = 1; r <= reps; r++)); do
+  printf '\rround %d/%d ' "$r" "$reps" >&2
+  tp=0
+  [ "$tp_ok" = 1 ] && tp=$(testpmd_pps)
+  echo "{\"round\": $r, \"loss_ppm\": -1, \"testpmd_pps\": $tp}" >>"$dir/rounds.jsonl"
+  for ppm in 0 10000 100000; do
+    j=$(perf_memif $ppm)
+    python3 -c 'import json,sys; d=json.loads(sys.argv[1] or "{}"); d["round"]=int(sys.argv[2]); d["loss_ppm"]=int(sys.argv[3]); print(json.dumps(d))' \
+      "$j" "$r" "$ppm" >>"$dir/rounds.jsonl" 2>/dev/null || echo "{\"round\": $r, \"loss_ppm\": $ppm}" >>"$dir/rounds.jsonl"
+  done
 done
-
+printf '\r' >&2
+python3 - "$dir/rounds.jsonl" "$payload" "$len" "$reps" <<'PY'
+import json, statistics, sys
+rows = [json.loads(l) for l in open(sys.argv[1])]
+payload, length, reps = int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4])
+med = lambda xs: statistics.median(xs) if xs else 0.0
+span = lambda xs: f"{min(xs):.2f}-{max(xs):.2f}" if xs else "-"
+raw = [r["testpmd_pps"] * payload * 8 / 1e9 for r in rows if r["loss_ppm"] == -1 and r.get("testpmd_pps")]
+raw_m = med(raw)
+print(f"{reps} rounds; medians, with the range over rounds")
+print(f"{'run':34s} {'Gb/s':>10s} {'range':>13s} {'retx':>9s} {'vs raw':>8s}")
+print(f"{'testpmd raw (' + str(length) + ' B frames, payload)':34s} {raw_m:10.3f} {span(raw):>13s} {'-':>9s} {'1.00':>8s}")
+g0 = None
+for ppm in (0, 10000, 100000):
+    rs = [r for r in rows if r["loss_ppm"] == ppm]
+    good = [r for r in rs if r.get("verified")]
+    g = [r.get("goodput_gbps", 0) for r in good]
+    gm = med(g)
+    if g0 is None:
+        g0 = gm
+    retx = int(med([r.get("retransmissions", 0) for r in good])) if good else 0
+    name = f"mroce perf memif {ppm / 1e4:g}% loss" + ("" if len(good) == len(rs) else f" ({len(rs) - len(good)} NOT VERIFIED)")
+    print(f"{name:34s} {gm:10.3f} {span(g):>13s} {retx:9d} {(gm / raw_m if raw_m else 0):8.3f}   retained {(gm / g0 if g0 else 0):.2f}")
+PY
 fi
 
 # ---- (b) namespaces ----
