@@ -126,7 +126,6 @@ private:
     uint16_t transmit(rte_mbuf** pkts, uint16_t n) {
         uint16_t sent = 0;
         if (!held_.empty()) {
-            const size_t before = held_.size();
             size_t off = 0;
             while (off < held_.size()) {
                 const uint16_t chunk = uint16_t(std::min<size_t>(held_.size() - off, kMaxBurst));
@@ -135,8 +134,11 @@ private:
                 if (took < chunk) break;
             }
             held_.erase(held_.begin(), held_.begin() + ptrdiff_t(off));
-            sent = uint16_t(before - held_.size());
-            if (!held_.empty()) return sent + hold(pkts, n);
+            sent = uint16_t(off);
+            if (!held_.empty()) {
+                hold(pkts, n);
+                return sent;
+            }
         }
         if (n == 0) return sent;
         const uint16_t took = take(pkts, n);
@@ -153,7 +155,7 @@ private:
         c_.tx_frames += sent;
         return sent;
     }
-    uint16_t hold(rte_mbuf** pkts, uint16_t n) {
+    void hold(rte_mbuf** pkts, uint16_t n) {
         for (uint16_t i = 0; i < n; ++i) {
             if (held_.size() >= kTxHoldMax) {
                 rte_pktmbuf_free(pkts[i]);
@@ -163,7 +165,6 @@ private:
             if (impair::mark_ce({rte_pktmbuf_mtod(pkts[i], uint8_t*), pkts[i]->data_len})) ++c_.ce_marked;
             held_.push_back(pkts[i]);
         }
-        return 0;
     }
 
     Port* port_;

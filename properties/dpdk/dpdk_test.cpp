@@ -194,6 +194,68 @@ TEST(DpdkRing, ZeroCopyTransmitOfMbufsBuiltInPlace) {
     rte_pktmbuf_free(got);
 }
 
+// A software port is its own switch: a full tx queue holds frames (in order, marked CE) instead of
+// freeing them, and frames taken while K or more still wait in the rx queue are marked CE.
+TEST(DpdkRing, AFullTxQueueHoldsFramesInOrderAndMarksThemCe) {
+    init_eal();
+    MbufPool pool{"hold_pool", 4096};
+    PortConfig small;
+    small.ring_size = 64;  // holds 63 frames
+    std::vector<Port> ports = Port::open("ring", pool, small);
+    Pump a{ports.at(0)}, b{ports.at(1)};
+    constexpr uint64_t kFrames = 200;
+    std::vector<rte_mbuf*> out;
+    for (uint64_t seq = 0; seq < kFrames; ++seq) out.push_back(make_mbuf(pool, expected_frame(seq, 128, spec())));
+    EXPECT_EQ(a.send(out.data(), 32, 0) + a.send(out.data() + 32, 32, 0) + a.send(out.data() + 64, uint16_t(kFrames - 64), 0), 63u);
+    EXPECT_EQ(a.tx_held(), kFrames - 63);
+    EXPECT_EQ(a.counters().tx_lost, 0u);
+    EXPECT_EQ(a.counters().ce_marked, kFrames - 63);
+    std::vector<std::vector<uint8_t>> got;
+    auto collect = [&](rte_mbuf** pkts, uint16_t k) {
+        for (uint16_t i = 0; i < k; ++i) {
+            got.emplace_back(pkts[i]->pkt_len);
+            copy_out(pkts[i], got.back().data());
+            rte_pktmbuf_free(pkts[i]);
+        }
+    };
+    for (int turn = 0; turn < 100 && got.size() < kFrames; ++turn) {
+        b.poll(collect, 0);
+        a.service(0);
+    }
+    ASSERT_EQ(got.size(), kFrames);
+    EXPECT_EQ(a.tx_held(), 0u);
+    for (uint64_t seq = 0; seq < kFrames; ++seq) {
+        const auto ecn = im::read_ecn(got[seq]);
+        EXPECT_EQ(ecn, seq < 63 ? im::Ecn::Ect0 : im::Ecn::Ce) << seq;
+        auto want = expected_frame(seq, 128, spec());
+        if (seq >= 63) {
+            ASSERT_TRUE(im::mark_ce(want));
+        }
+        EXPECT_EQ(got[seq], want) << seq;  // order kept, bytes intact, IPv4 checksum patched
+    }
+}
+
+TEST(DpdkRing, FramesTakenWhileKWaitAreMarkedCe) {
+    init_eal();
+    Ring r;
+    r.b.set_ce_backlog(40);
+    std::vector<rte_mbuf*> out;
+    for (uint64_t seq = 0; seq < 100; ++seq) out.push_back(make_mbuf(r.pool, expected_frame(seq, 128, spec())));
+    ASSERT_EQ(r.a.send(out.data(), 100, 0), 100u);
+    std::vector<im::Ecn> ecn;
+    auto collect = [&](rte_mbuf** pkts, uint16_t k) {
+        for (uint16_t i = 0; i < k; ++i) {
+            ecn.push_back(*im::read_ecn({rte_pktmbuf_mtod(pkts[i], uint8_t*), pkts[i]->data_len}));
+            rte_pktmbuf_free(pkts[i]);
+        }
+    };
+    while (r.b.poll(collect, 0) > 0) {}
+    // Bursts of 32: after the first, 68 wait (>= 40): marked; after the second 36: not; nor after.
+    ASSERT_EQ(ecn.size(), 100u);
+    for (size_t i = 0; i < ecn.size(); ++i) EXPECT_EQ(ecn[i], i < 32 ? im::Ecn::Ce : im::Ecn::Ect0) << i;
+    EXPECT_EQ(r.b.counters().ce_marked, 32u);
+}
+
 namespace {
 
 struct ImpairedRun {

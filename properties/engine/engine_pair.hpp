@@ -32,9 +32,10 @@ class EnginePair {
   static constexpr uint64_t kBase = 0x10000;  // iova of each side's region
   using Filter = std::function<io::Fate(int from, const fast::PacketView& v)>;
 
+  // nic_timestamps false: frames arrive without rx timestamps, as on real ports (delay must be 0).
   explicit EnginePair(DeviceConfig a = engine_config(0), DeviceConfig b = engine_config(1), uint64_t delay = 5,
-                      uint32_t buffers = 16384)
-      : loop_(io::MemLoop::Options{buffers, 16384, delay, &clock_}) {
+                      uint32_t buffers = 16384, bool nic_timestamps = true)
+      : loop_(io::MemLoop::Options{buffers, 16384, delay, nic_timestamps ? &clock_ : nullptr}) {
     dev_[0] = Device::open(a, loop_.port(0), clock_);
     dev_[1] = Device::open(b, loop_.port(1), clock_);
     loop_.filter = [this](int from, const uint8_t* f, uint32_t len) {

@@ -87,6 +87,26 @@ TEST(EngineConn, R_CONN_7_AbortFlushesAtOnce) {
 
 // ---- engine-specific ----------------------------------------------------------------------------
 
+// Engine choice ([R-CONF-2], impl/engine/README.md): over ports without rx timestamps only
+// progress() fires timers, after reading the frames that wait. An application call made after the
+// host stalled past the RTO must not retransmit what an unread ACK already acknowledged.
+TEST(EngineTimers, WithoutRxTimestampsAPostFiresNoTimerBeforeTheWaitingAckIsRead) {
+  EnginePair net(engine_config(0), engine_config(1), 0, 16384, /*nic_timestamps=*/false);
+  net.setup();
+  ASSERT_NE(net.conn[0], 0u);
+  ASSERT_EQ(write(net, 1, 100), Result::Ok);
+  net.dev(1).progress();  // B places it
+  net.clock().set(net.now() + 20);
+  net.dev(1).progress();  // and ACKs it (coalescing timer at the latest): the ACK waits in A's queue
+  net.clock().set(net.now() + 100000);  // A's host stalls far past every RTO
+  ASSERT_EQ(write(net, 2, 100, 0, 4096), Result::Ok);
+  EXPECT_EQ(net.dev(0).counters().retransmissions, 0u) << "the post fired the RTO before the ACK was read";
+  net.run(net.now() + 10000, [&] { return done_a(net, 2); });
+  EXPECT_EQ(net.completions[0].size(), 2u);
+  EXPECT_EQ(net.dev(0).counters().retransmissions, 0u);
+  EXPECT_EQ(net.dev(1).counters().duplicates, 0u);
+}
+
 TEST(EnginePools, WorkRequestPoolExhaustionIsACleanError) {
   DeviceConfig a = engine_config(0);
   a.max_work_requests = 8;

@@ -473,6 +473,12 @@ Config real_time_at_b() {
     return c;
 }
 
+void probe_from_b(Talk& k, uint16_t path) {
+    auto probe = k.base(false, Opcode::Probe, path);
+    probe.flags = ref::kFlagAr;
+    k.send(probe);
+}
+
 // A receiver that takes two copies of a PSN in one burst and refuses both with RNR owes no ACK:
 // the second copy, taken for a duplicate when it came, is no duplicate once the first is refused.
 TEST(Monitor, TwoCopiesRefusedInOneBurstOweNoDuplicateAck) {
@@ -492,9 +498,7 @@ TEST(Monitor, TwoCopiesRefusedInOneBurstOweNoDuplicateAck) {
     // B keeps running (its own PROBEs) well past any ACK deadline.
     for (Nanos us = 2000; us <= 6000; us += 500) {
         at(us);
-        auto probe = k.base(false, Opcode::Probe);
-        probe.flags = ref::kFlagAr;
-        k.send(probe);
+        probe_from_b(k, 0);
     }
     k.m.finish(k.t + 100'000'000);
     EXPECT_TRUE(k.m.violations().empty()) << k.m.violations()[0].rule << " " << k.m.violations()[0].what;
@@ -509,12 +513,6 @@ void write_for_b_to_ack(Talk& k) {
     k.send(write_imm(k, 0, 0, 0, 1, 1000), 1024);
 }
 
-void probe_from_b(Talk& k, uint16_t path) {
-    auto probe = k.base(false, Opcode::Probe, path);
-    probe.flags = ref::kFlagAr;
-    k.send(probe);
-}
-
 // B sends a frame just after the deadline, is descheduled for 4 ms, then ACKs: it met the deadline
 // as soon as it ran again (what a loaded host does; conform.CheckPerfCapture.Fault.wcap).
 TEST(Monitor, AReceiverStalledRightAfterTheDeadlineIsNotLate) {
@@ -527,10 +525,7 @@ TEST(Monitor, AReceiverStalledRightAfterTheDeadlineIsNotLate) {
     probe_from_b(k, 1);
     at(5040);
     probe_from_b(k, 1);
-    auto a = k.base(false, Opcode::Ack, 0);
-    a.cpsn = Talk::kIsnA + 0;
-    a.ts_echo = 1000;
-    k.send(a);
+    k.ack_from_b(0);
     k.m.finish(k.t + 100'000'000);
     EXPECT_FALSE(has_rule(k.m, "R-ACK-3")) << k.m.violations()[0].what;
 }
@@ -547,10 +542,7 @@ TEST(Monitor, AReceiverRunningWithoutTheAckIsLate) {
         probe_from_b(k, 1);
     }
     at(2000);
-    auto a = k.base(false, Opcode::Ack, 0);
-    a.cpsn = Talk::kIsnA + 0;
-    a.ts_echo = 1000;
-    k.send(a);
+    k.ack_from_b(0);
     EXPECT_TRUE(has_rule(k.m, "R-ACK-3"));
 }
 
