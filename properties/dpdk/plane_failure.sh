@@ -14,7 +14,10 @@ here=$(cd "$(dirname "$0")" && pwd)
 
 mroce=${1:?usage: plane_failure.sh PATH/TO/mroce [--planes P] [--loss N] [--iters N]}
 shift
-planes=4 loss=0 iters=6000 size=65536 payload=8192
+# 24000 x 64 KiB is 1.5 GB: at the ~8 Gb/s af_packet reaches here the transfer lasts well over a
+# second, so the plane goes down with most of it still to come (6000 finished in 0.4 s, before the
+# 100 ms poll below noticed the traffic, and the test raced).
+planes=4 loss=0 iters=24000 size=65536 payload=8192
 while [ $# -gt 0 ]; do
   case "$1" in
     --planes) planes=$2; shift 2 ;;
@@ -70,11 +73,14 @@ cpid=$!
 pids+=($cpid)
 # Take plane 1 down once data flows.
 victim=1
-for _ in $(seq 1 50); do
+for _ in $(seq 1 500); do
   rx=$(ip netns exec "$NS_B" cat /sys/class/net/$(netns_if b $victim)/statistics/rx_packets)
   [ "$rx" -gt 2000 ] && break
-  sleep 0.1
+  sleep 0.01
 done
+# The failure must land mid-transfer, or the checks below prove nothing about it.
+client_running_at_failure=1
+kill -0 "$cpid" 2>/dev/null || client_running_at_failure=0
 if [ -z "${PF_NO_DOWN:-}" ]; then
   netns_plane "$victim" down
   echo "plane $victim down after $rx frames on it"
@@ -98,6 +104,7 @@ echo "client: $(head -n -1 "$work/client.out")"
 echo "server: $(head -n -1 "$work/server.out")"
 fail=0
 check() { if ! eval "$2"; then echo "FAIL: $1"; fail=1; else echo "ok: $1"; fi; }
+check "the plane went down while the client was still sending (else raise --iters)" '[ "$client_running_at_failure" = 1 ]'
 check "client exit 0 (rc $rc)" '[ "$rc" = 0 ]'
 check "client verified, no error completion" '[ "$(jq -r ".verified and .errors == 0" <<<"$client")" = true ]'
 check "server verified every byte, clean close" '[ "$(jq -r ".verified and .errors == 0 and .bad == 0" <<<"$server")" = true ]'
