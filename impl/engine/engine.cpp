@@ -82,7 +82,7 @@ Engine::Engine(const DeviceConfig& cfg, io::PacketIo& io, const io::Clock& clock
   if (cfg.max_connections == 0 || cfg.burst == 0 || o.paths < 1 || o.paths > 256 || o.streams < 1 ||
       o.max_payload < 256 || o.max_payload > 8192 || o.max_payload % 64 || o.window_cap < 1 || o.window_cap > 256)
     return;
-  regions_.reserve(cfg.max_regions);
+  regions_.init(cfg.max_regions);
   conns_.init(cfg.max_connections);
   msgs_.init(cfg.max_work_requests);
   recvs_.init(cfg.max_receives);
@@ -727,62 +727,9 @@ void Engine::release_closed(Conn& c) noexcept {
 
 // ---- memory ---------------------------------------------------------------------------------------
 
-const Region* Engine::region_by_rkey(uint32_t rkey) const noexcept {
-  const uint32_t i = (rkey >> 8) - 1;
-  if (i >= regions_.size()) return nullptr;
-  const Region& r = regions_[i];
-  return r.valid && r.rkey == rkey ? &r : nullptr;
-}
-
-// The model looks a local buffer up as "the first valid region containing it". While no two valid
-// regions overlap, that is the region resolved at post time if it is still valid, found in O(1).
-const Region* Engine::local_region(uint32_t hint, uint64_t va, uint64_t len) const noexcept {
-  if (hint != kNone && !any_overlap_ && len > 0) {
-    const Region& r = regions_[hint];
-    if (r.valid && r.contains(va, len)) return &r;
-  }
-  return containing(va, len);
-}
-
-const Region* Engine::containing(uint64_t va, uint64_t len) const noexcept {
-  for (const Region& r : regions_)
-    if (r.valid && r.contains(va, len)) return &r;
-  return nullptr;
-}
-
-void Engine::recompute_overlap() {
-  std::vector<std::pair<uint64_t, uint64_t>> iv;
-  for (const Region& r : regions_)
-    if (r.valid && r.length) iv.emplace_back(r.iova, r.iova + r.length);
-  std::sort(iv.begin(), iv.end());
-  any_overlap_ = false;
-  for (size_t i = 1; i < iv.size(); ++i)
-    if (iv[i].first < iv[i - 1].second) any_overlap_ = true;
-}
-
 Result Engine::reg_mr(void* addr, uint64_t length, uint32_t access, MemoryRegion* out, std::optional<uint64_t> iova) {
   begin_event();
-  Result res = Result::Ok;
-  if (!out || (!addr && length)) {
-    res = Result::InvalidArgument;
-  } else if (regions_.size() >= cfg_.max_regions || regions_.size() >= 0xFFFFFEu) {
-    res = Result::NoResources;
-  } else {
-    const uint32_t i = static_cast<uint32_t>(regions_.size());
-    Region r;
-    r.host = static_cast<uint8_t*>(addr);
-    r.iova = iova ? *iova : reinterpret_cast<uint64_t>(addr);
-    r.length = length;
-    r.access = access;
-    r.lkey = 0x1000u + i;
-    r.rkey = ((i + 1u) << 8) | ((i * 97u + 13u) & 0xFFu);  // [R-MEM-1] generation mixed in
-    r.valid = true;
-    for (const Region& o : regions_)
-      if (o.valid && length && o.length && r.iova < o.iova + o.length && o.iova < r.iova + length)
-        any_overlap_ = true;
-    regions_.push_back(r);
-    *out = MemoryRegion{r.lkey, r.rkey, r.iova, r.length};
-  }
+  const Result res = regions_.reg(addr, length, access, iova ? *iova : reinterpret_cast<uint64_t>(addr), out);
   end_event();
   flush_tx();
   return res;
@@ -790,21 +737,10 @@ Result Engine::reg_mr(void* addr, uint64_t length, uint32_t access, MemoryRegion
 
 Result Engine::dereg_mr(uint32_t lkey) {
   begin_event();
-  Result res = Result::UnknownKey;
-  const uint32_t i = lkey - 0x1000u;
-  if (i < regions_.size() && regions_[i].valid && regions_[i].lkey == lkey) {
-    regions_[i].valid = false;  // [R-MEM-2]
-    recompute_overlap();
-    res = Result::Ok;
-  }
+  const Result res = regions_.dereg(lkey);
   end_event();
   flush_tx();
   return res;
-}
-
-uint8_t* Engine::resolve(uint64_t iova, uint64_t len) const noexcept {
-  const Region* r = containing(iova, len);
-  return r ? r->host + (iova - r->iova) : nullptr;
 }
 
 // ---- API ------------------------------------------------------------------------------------------
@@ -874,17 +810,14 @@ Result Engine::post(WcOpcode op, uint32_t conn, uint16_t stream, uint64_t wr_id,
   begin_event();
   Result res = Result::Ok;
   Conn* cp = find_conn(conn);
-  const uint32_t li = local.lkey - 0x1000u;
-  const bool need_write = op == WcOpcode::Read;
+  const Region* lr = nullptr;
   if (!cp || cp->state != ConnState::Established || cp->close_requested) {
     res = Result::NotConnected;
   } else if (stream >= cp->streams) {
     res = Result::InvalidStream;
   } else if (local.length > kMaxMessage) {
     res = Result::MessageTooLong;
-  } else if (li >= regions_.size() || !regions_[li].valid || regions_[li].lkey != local.lkey ||
-             !regions_[li].contains(local.addr, local.length) ||
-             (need_write && !(regions_[li].access & access::kLocalWrite))) {
+  } else if (!(lr = regions_.local_buffer(local, op == WcOpcode::Read))) {
     res = Result::LocalProtection;  // [R-MEM-4]
   } else {
     const uint32_t mi = msgs_.alloc();
@@ -902,7 +835,7 @@ Result Engine::post(WcOpcode op, uint32_t conn, uint16_t stream, uint64_t wr_id,
       m.remote_va = remote_va;
       m.rkey = rkey;
       m.imm = imm;
-      m.region = li;
+      m.region = regions_.slot(*lr);
       if (has_imm) m.flags |= kHasImm;
       m.msn = st.next_msn++;  // [R-HDR-10]
       if (op == WcOpcode::Send || op == WcOpcode::WriteImm) m.rsn = st.next_rsn++;  // [R-HDR-17]
@@ -931,15 +864,14 @@ Result Engine::post_recv(uint32_t conn, uint16_t stream, uint64_t wr_id, const S
   begin_event();
   Result res = Result::Ok;
   Conn* cp = find_conn(conn);
-  const uint32_t li = buf.lkey - 0x1000u;
+  const Region* lr = nullptr;
   if (!cp || cp->state != ConnState::Established || cp->close_requested) {
     res = Result::NotConnected;
   } else if (stream >= cp->streams) {
     res = Result::InvalidStream;
   } else if (buf.length > kMaxMessage) {
     res = Result::MessageTooLong;
-  } else if (li >= regions_.size() || !regions_[li].valid || regions_[li].lkey != buf.lkey ||
-             !regions_[li].contains(buf.addr, buf.length) || !(regions_[li].access & access::kLocalWrite)) {
+  } else if (!(lr = regions_.local_buffer(buf, true))) {
     res = Result::LocalProtection;  // [R-MEM-4]
   } else {
     const uint32_t ri = recvs_.alloc();
@@ -952,7 +884,7 @@ Result Engine::post_recv(uint32_t conn, uint16_t stream, uint64_t wr_id, const S
       r.wr_id = wr_id;
       r.va = buf.addr;
       r.length = buf.length;
-      r.region = li;
+      r.region = regions_.slot(*lr);
       r.rsn = rs.next_post_rsn++;  // [R-MATCH-1]
       r.next = kNone;
       // [R-REL-9] its message was already abandoned by the sender: it completes at once.

@@ -31,6 +31,7 @@
 #include "core/sentinel.hpp"
 #include "core/serial.hpp"
 #include "core/timer_wheel.hpp"
+#include "engine/region_table.hpp"
 #include "io/packet_io.hpp"
 #include "mroce/mroce.hpp"
 
@@ -49,23 +50,6 @@ using core::serial_lt;
 inline constexpr uint32_t kMaxMessage = 0x80000000u;  // [R-HDR-12]
 inline constexpr uint16_t kNil16 = 0xFFFF;
 inline constexpr int kRxBudget = 1024;  // frames per progress() call before the timers run
-
-// ---- memory [R-MEM-1..4] --------------------------------------------------------------------------
-
-struct Region {
-  uint8_t* host = nullptr;
-  uint64_t iova = 0;
-  uint64_t length = 0;
-  uint32_t access = 0;
-  uint32_t lkey = 0, rkey = 0;
-  bool valid = false;
-  // [start, start + len) inside the region, without overflow.
-  bool contains(uint64_t start, uint64_t len) const noexcept {
-    if (start < iova) return false;
-    const uint64_t off = start - iova;
-    return off <= length && len <= length - off;
-  }
-};
 
 // ---- the sending side -----------------------------------------------------------------------------
 
@@ -283,7 +267,7 @@ class Engine {
   int rate_shares(uint32_t* conns, uint32_t* shares, int max) const noexcept;
   size_t outstanding_work(uint32_t conn) const noexcept;
   size_t connections(uint32_t* out, size_t max) const noexcept;
-  uint8_t* resolve(uint64_t iova, uint64_t len) const noexcept;
+  uint8_t* resolve(uint64_t iova, uint64_t len) const noexcept { return regions_.resolve(iova, len); }
   const Counters& counters() const noexcept { return counters_; }
   MemoryUsage memory_usage() const noexcept;
   const DeviceConfig& config() const noexcept { return cfg_; }
@@ -336,12 +320,6 @@ class Engine {
     b.timestamp = static_cast<uint32_t>(now_);  // [R-HDR-6], [R-CONV-5]
     return b;
   }
-
-  // memory (engine.cpp)
-  const Region* region_by_rkey(uint32_t rkey) const noexcept;
-  const Region* local_region(uint32_t hint, uint64_t va, uint64_t len) const noexcept;
-  const Region* containing(uint64_t va, uint64_t len) const noexcept;
-  void recompute_overlap();
 
   // completions
   void complete(const WorkCompletion& wc) noexcept;
@@ -401,8 +379,7 @@ class Engine {
   uint64_t last_pump_ = 0;  // time of the last pump (the model refreshes every credit counter then)
   Counters counters_;
 
-  std::vector<Region> regions_;
-  bool any_overlap_ = false;  // two valid regions overlap: resolve local buffers by search
+  RegionTable regions_;
 
   Pool<Conn> conns_;
   Pool<Msg> msgs_;

@@ -238,12 +238,12 @@ void Engine::on_data(Conn& c, uint16_t p, const View& v) noexcept {
       // (2) RemoteAccess [R-MEM-3]: the whole message inside a region with the right
       if (!vd.nak && (op == fast::Opcode::Write || op == fast::Opcode::WriteImm || op == fast::Opcode::ReadReq)) {
         const uint32_t need = op == fast::Opcode::ReadReq ? access::kRemoteRead : access::kRemoteWrite;
-        const Region* reg = region_by_rkey(v.rkey());
+        const Region* reg = regions_.by_rkey(v.rkey());
         if (!reg || !(reg->access & need) || !reg->contains(v.remote_va(), v.msg_length())) {
           vd.nak = uint8_t(fast::NakCode::RemoteAccess);
         } else {
           vd.region = reg;
-          vd.region_index = uint32_t(reg - regions_.data());
+          vd.region_index = regions_.slot(*reg);
         }
       }
       // (3) RNR [R-PLC-7]
@@ -289,7 +289,7 @@ void Engine::on_data(Conn& c, uint16_t p, const View& v) noexcept {
         if (op == fast::Opcode::WriteImm)
           place(vd.region, v.remote_va() + v.msg_offset());  // [R-PLC-2]
         else
-          place(plen ? local_region(rv.region, rv.va, rv.length) : nullptr, rv.va + v.msg_offset());  // [R-PLC-3]
+          place(plen ? regions_.local(rv.region, rv.va, rv.length) : nullptr, rv.va + v.msg_offset());  // [R-PLC-3]
         rv.seen = true;
         rv.msg_length = v.msg_length();
         rv.is_wimm = op == fast::Opcode::WriteImm;
@@ -321,7 +321,7 @@ void Engine::on_data(Conn& c, uint16_t p, const View& v) noexcept {
       }
       case fast::Opcode::ReadResp: {  // [R-PLC-5]
         Msg& rd = msgs_[vd.read];
-        place(plen ? local_region(rd.region, rd.local_va, rd.length) : nullptr, rd.local_va + v.msg_offset());
+        place(plen ? regions_.local(rd.region, rd.local_va, rd.length) : nullptr, rd.local_va + v.msg_offset());
         rd.read_bytes += plen;
         if (rd.read_bytes == rd.length) rd.flags |= kDelivered;  // [R-REL-10]
         break;

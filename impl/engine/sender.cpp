@@ -279,7 +279,7 @@ void Engine::send_record(Conn& c, uint16_t p, uint32_t j, bool retransmission) n
     flags |= fast::kFlagVoid;  // [R-REL-9]: same PSN, payload 0
     ++counters_.voids_sent;
   } else if (!read_req && len > 0) {
-    const Region* r = local_region(m.region, m.local_va + offset, len);
+    const Region* r = regions_.local(m.region, m.local_va + offset, len);
     if (r) {
       src = r->host + (m.local_va + offset - r->iova);
     } else {
