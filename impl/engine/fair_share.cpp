@@ -30,7 +30,7 @@ void Engine::fs_waterfill() noexcept {
 
 void Engine::fs_remove(Conn& c) noexcept {
   if (!c.fs_active) return;
-  const uint32_t s = conn_slot(c);
+  const uint32_t s = conns_.slot(c);
   if (c.fs_prev != kNone)
     conns_[c.fs_prev].fs_next = c.fs_next;
   else
@@ -75,7 +75,7 @@ void Engine::fs_on_data(Conn& c, uint32_t payload_len) noexcept {
   if (c.fs_active) return;
   const uint32_t others = fs_count_;
   c.fs_active = true;
-  const uint32_t s = conn_slot(c);
+  const uint32_t s = conns_.slot(c);
   c.fs_prev = kNone;
   c.fs_next = fs_head_;
   if (fs_head_ != kNone) conns_[fs_head_].fs_prev = s;

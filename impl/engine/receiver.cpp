@@ -1,10 +1,55 @@
-// The receiving side: the per-path receive window, content checks and NAKs, direct placement, message
-// accounting, ACK generation, and receive completions.
+// The receiver: posting receives, the per-path receive window, content checks and NAKs, direct
+// placement, message accounting, ACK generation, and receive completions. A READ_REQ accepted here is
+// handed to the read responder (read_responder.cpp).
 #include <algorithm>
 
 #include "engine/engine.hpp"
 
 namespace mroce::engine {
+
+// ---- posting receives [R-MATCH-1] ------------------------------------------------------------------
+
+Result Engine::post_recv(uint32_t conn, uint16_t stream, uint64_t wr_id, const Sge& buf) {
+  return as_event([&] {
+    Conn* cp = conns_.find(conn);
+    const Region* lr = nullptr;
+    const Result refused = check_post(cp, stream, buf, true, &lr);
+    if (refused != Result::Ok) return refused;
+    const uint32_t ri = recvs_.alloc();
+    if (ri == kNone) return Result::NoResources;
+    Conn& c = *cp;
+    RecvStream& rs = c.rs[stream];
+    Recv& r = recvs_[ri];
+    r.wr_id = wr_id;
+    r.va = buf.addr;
+    r.length = buf.length;
+    r.region = regions_.slot(*lr);
+    r.rsn = rs.next_post_rsn++;  // [R-MATCH-1]
+    r.next = kNone;
+    // [R-REL-9] its message was already abandoned by the sender: it completes at once.
+    for (uint32_t* q = &rs.canceled; *q != kNone; q = &recvs_[*q].next) {
+      if (recvs_[*q].rsn == r.rsn) {
+        const uint32_t gone = *q;
+        *q = recvs_[gone].next;
+        recvs_.release(gone);
+        r.done = true;
+        r.status = Status::Canceled;
+        break;
+      }
+    }
+    if (rs.tail == kNone)
+      rs.head = ri;
+    else
+      recvs_[rs.tail].next = ri;
+    rs.tail = ri;
+    ++c.open_recvs;
+    complete_recvs(c, stream);
+    touch(c);
+    return Result::Ok;
+  });
+}
+
+// ---- ACKs and NAKs ---------------------------------------------------------------------------------
 
 void Engine::send_ack(Conn& c, uint16_t p) noexcept {
   PathRx& r = c.rx[p];
@@ -267,13 +312,7 @@ void Engine::on_data(Conn& c, uint16_t p, const View& v) noexcept {
     }
     // A READ_REQ needs a response job; without one it is left unreceived (the requester resends it).
     uint32_t job = kNone;
-    if (op == fast::Opcode::ReadReq) {
-      job = msgs_.alloc();
-      if (job == kNone) {
-        ++counters_.rejects_no_resources;
-        return;
-      }
-    }
+    if (op == fast::Opcode::ReadReq && (job = reserve_response()) == kNone) return;
     // [R-PLC-1] place at once (the one copy, frame to registered memory), then mark received.
     auto place = [&](const Region* reg, uint64_t va) {
       if (reg && plen) std::memcpy(reg->host + (va - reg->iova), v.payload(), plen);
@@ -301,24 +340,9 @@ void Engine::on_data(Conn& c, uint16_t p, const View& v) noexcept {
         }
         break;
       }
-      case fast::Opcode::ReadReq: {  // [R-PLC-4]: answer as one more stream, in acceptance order
-        Msg& m = msgs_[job];
-        m.flags = kResponse;
-        m.stream = stream;
-        m.msn = v.msn();
-        m.local_va = v.remote_va();
-        m.length = v.msg_length();
-        m.region = vd.region_index;
-        m.total_segments = m.length == 0 ? 1 : (m.length + c.max_payload - 1) / c.max_payload;
-        m.next = kNone;
-        if (c.resp_tail == kNone)
-          c.resp_head = job;
-        else
-          msgs_[c.resp_tail].next = job;
-        c.resp_tail = job;
-        c.slots.put(c.streams, true);
+      case fast::Opcode::ReadReq:  // [R-PLC-4]
+        queue_response(c, job, v, vd.region_index);
         break;
-      }
       case fast::Opcode::ReadResp: {  // [R-PLC-5]
         Msg& rd = msgs_[vd.read];
         place(plen ? regions_.local(rd.region, rd.local_va, rd.length) : nullptr, rd.local_va + v.msg_offset());

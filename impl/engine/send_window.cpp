@@ -1,5 +1,6 @@
-// The sending side: segmentation, spraying over paths, ACK and NAK processing, loss detection,
-// retransmission, RTT and timers, path states, and the congestion controller.
+// The send window: posting work requests, segmentation, spraying over paths, ACK and NAK processing,
+// loss detection, retransmission, RTT and timers (RTO, tail probes, RNR waits), path states and
+// re-pathing, the congestion controller and the connection's credit.
 #include <algorithm>
 
 #include "engine/engine.hpp"
@@ -166,13 +167,7 @@ void Engine::clear_tx(Conn& c) noexcept {
     path_changed(c, p);
   }
   c.unacked_recs = 0;
-  while (c.resp_head != kNone) {
-    const uint32_t m = c.resp_head;
-    c.resp_head = msgs_[m].next;
-    retire_msg(m);
-  }
-  c.resp_tail = kNone;
-  if (c.slots.w) c.slots.put(c.streams, false);
+  drop_responses(c);
 }
 
 // ---- room, deadlines, credit ----------------------------------------------------------------------
@@ -190,6 +185,18 @@ void Engine::update_room(Conn& c, uint16_t p) noexcept {
   c.lostp.put(p, lost > 0);
 }
 
+// [R-REL-7] the RTO fires RTO after the later of the last ACK and the earliest in-flight transmission.
+uint64_t Engine::rto_deadline(const PathTx& t, const Block& b) const noexcept {
+  return std::max(t.last_ack, b.rec[b.txo_head].last_tx) + t.rto_current;
+}
+
+// [R-REL-6] the tail probe fires PTO after the later of the last transmission and the last ACK:
+// PTO = max(PTO_MIN, 2 SRTT), or RTO_INIT / 2 before the first RTT sample.
+uint64_t Engine::probe_deadline(const PathTx& t) const noexcept {
+  const uint32_t pto = t.have_sample ? std::max(cfg_.pto_min_us, 2 * t.srtt) : cfg_.rto_init_us / 2;
+  return std::max(t.last_tx, t.last_ack) + pto;
+}
+
 // The model's path_deadline, plus the path's coalesced-ACK deadline [R-ACK-3].
 uint64_t Engine::path_deadline(const Conn& c, uint16_t p) const noexcept {
   const PathTx& t = c.tx[p];
@@ -200,12 +207,8 @@ uint64_t Engine::path_deadline(const Conn& c, uint16_t p) const noexcept {
       for (unsigned j = b.rnr.next_set(0); j < 256; j = b.rnr.next_set(j + 1))
         d = std::min(d, b.rec[(t.suna + j) & 255].rnr_until);  // [R-PLC-9]
     if (b.n_inflight) {
-      const uint64_t earliest = b.rec[b.txo_head].last_tx;
-      d = std::min<uint64_t>(d, std::max(t.last_ack, earliest) + t.rto_current);  // [R-REL-7]
-      if (!t.probe_sent_in_period) {                                             // [R-REL-6]
-        const uint32_t pto = t.have_sample ? std::max(cfg_.pto_min_us, 2 * t.srtt) : cfg_.rto_init_us / 2;
-        d = std::min<uint64_t>(d, std::max(t.last_tx, t.last_ack) + pto);
-      }
+      d = std::min(d, rto_deadline(t, b));                           // [R-REL-7]
+      if (!t.probe_sent_in_period) d = std::min(d, probe_deadline(t));  // [R-REL-6]
     }
   }
   const PathRx& r = c.rx[p];
@@ -337,7 +340,8 @@ void Engine::advance_cursor(Conn& c, uint16_t stream) noexcept {
   c.slots.put(stream, m != kNone);
 }
 
-void Engine::pump(Conn& c) noexcept {
+// The connection's transmission pass (the model's pump of one connection).
+void Engine::transmit(Conn& c) noexcept {
   // Nothing to (re)send, or no path with room: nothing would change but the credit, whose refresh is
   // path-independent and done when it is next needed.
   if (!c.lostp.any() && (!c.slots.any() || !c.room.any())) return;
@@ -396,27 +400,15 @@ void Engine::pump(Conn& c) noexcept {
       nb.n_inflight = nb.n_lost = nb.n_rnr = 0;
     }
     // Take the slot's next segment.
-    uint32_t mi;
-    if (slot == c.streams) {  // Read responses, as one more stream [R-CC-9]
-      mi = c.resp_head;
-    } else {
-      mi = c.ss[slot].cursor;
-    }
+    const bool response = slot == c.streams;  // Read responses, as one more stream [R-CC-9]
+    const uint32_t mi = response ? next_response(c) : c.ss[slot].cursor;
     Msg& m = msgs_[mi];
     const uint32_t seg = m.next_segment++;
     ++m.refs;  // the new record's reference, taken before the message can be retired
-    if (slot == c.streams) {
-      if (m.next_segment >= m.total_segments) {
-        c.resp_head = m.next;
-        if (c.resp_head == kNone) {
-          c.resp_tail = kNone;
-          c.slots.put(c.streams, false);
-        }
-        retire_msg(mi);  // lives on through its PSN records
-      }
-    } else if (m.next_segment >= m.total_segments) {
+    if (response)
+      response_segment_taken(c, mi);
+    else if (m.next_segment >= m.total_segments)
       advance_cursor(c, uint16_t(slot));
-    }
     c.rr_slot = (slot + 1) % nslots;
     c.last_path = uint16_t(p);
     c.any_new_segment = true;
@@ -440,6 +432,45 @@ void Engine::pump(Conn& c) noexcept {
     update_room(c, uint16_t(p));
     path_changed(c, uint16_t(p));
   }
+}
+
+// ---- posting [R-HDR-10], [R-HDR-14], [R-HDR-17] -------------------------------------------------------
+
+Result Engine::post(WcOpcode op, uint32_t conn, uint16_t stream, uint64_t wr_id, const Sge& local, uint64_t remote_va,
+                    uint32_t rkey, bool has_imm, uint32_t imm) {
+  return as_event([&] {
+    Conn* cp = conns_.find(conn);
+    const Region* lr = nullptr;
+    const Result refused = check_post(cp, stream, local, op == WcOpcode::Read, &lr);
+    if (refused != Result::Ok) return refused;
+    const uint32_t mi = msgs_.alloc();
+    if (mi == kNone) return Result::NoResources;
+    Conn& c = *cp;
+    Msg& m = msgs_[mi];
+    SendStream& st = c.ss[stream];
+    m.op = op;
+    m.wr_id = wr_id;
+    m.stream = stream;
+    m.local_va = local.addr;
+    m.length = local.length;
+    m.remote_va = remote_va;
+    m.rkey = rkey;
+    m.imm = imm;
+    m.region = regions_.slot(*lr);
+    if (has_imm) m.flags |= kHasImm;
+    m.msn = st.next_msn++;  // [R-HDR-10]
+    if (op == WcOpcode::Send || op == WcOpcode::WriteImm) m.rsn = st.next_rsn++;  // [R-HDR-17]
+    // [R-HDR-14] segments; a Read is one READ_REQ
+    m.total_segments = op == WcOpcode::Read ? 1 : segment_count(m.length, c.max_payload);
+    append_msg(st.head, st.tail, mi);
+    if (st.cursor == kNone) {
+      st.cursor = mi;
+      c.slots.put(stream, true);
+    }
+    ++c.open_wrs;
+    touch(c);
+    return Result::Ok;
+  });
 }
 
 // ---- completions at the sender [R-CMP-1] ----------------------------------------------------------
@@ -742,8 +773,7 @@ void Engine::path_timers(Conn& c, uint16_t p) noexcept {
     update_room(c, p);
     return;
   }
-  const uint64_t earliest = b.rec[b.txo_head].last_tx;
-  if (std::max(t.last_ack, earliest) + t.rto_current <= now_) {  // [R-REL-7]
+  if (rto_deadline(t, b) <= now_) {  // [R-REL-7]
     for (unsigned j = b.inflight.next_set(0); j < 256; j = b.inflight.next_set(j + 1))
       mark_lost(b, t, j, LossCause::Rto);
     t.rto_current = std::min(cfg_.rto_max_us, t.rto_current * 2);
@@ -753,12 +783,9 @@ void Engine::path_timers(Conn& c, uint16_t p) noexcept {
       --c.probes_out;
     }
     repath(c, p);
-  } else if (!t.probe_sent_in_period) {  // [R-REL-6]
-    const uint32_t pto = t.have_sample ? std::max(cfg_.pto_min_us, 2 * t.srtt) : cfg_.rto_init_us / 2;
-    if (std::max(t.last_tx, t.last_ack) + pto <= now_) {
-      send_probe(c, p);
-      t.probe_sent_in_period = true;
-    }
+  } else if (!t.probe_sent_in_period && probe_deadline(t) <= now_) {  // [R-REL-6]
+    send_probe(c, p);
+    t.probe_sent_in_period = true;
   }
   update_room(c, p);
 }
