@@ -51,7 +51,7 @@ struct Msg {
   bool done() const noexcept { return flags & (kDelivered | kFailed); }
 };
 
-// New: created, not yet sent (transient inside the pump).
+// New: created, not yet sent (transient inside a transmission pass).
 enum class RecState : uint8_t { New, InFlight, Lost, RnrWait, Acked };
 
 // Why a PSN was declared lost, counted when it is retransmitted (RetransmissionCauses in mroce.hpp).
@@ -77,7 +77,7 @@ static_assert(sizeof(Rec) == 32);
 struct Block {
   Rec rec[256];
   SackBitmap256 acked, lost, inflight, retx, rnr;
-  uint16_t txo_head = kNil16, txo_tail = kNil16;
+  uint16_t tx_order_head = kNil16, tx_order_tail = kNil16;  // in-flight records, oldest transmission first
   uint16_t n_inflight = 0, n_lost = 0, n_rnr = 0;
 };
 
@@ -126,7 +126,7 @@ struct SendStream {
 
 struct RecvStream {
   uint32_t head = kNone, tail = kNone;  // posted receives, RSN order, not yet completed
-  uint32_t grave = kNone;               // completed receives that failed with LocalLength
+  uint32_t length_failed = kNone;       // completed receives that failed with LocalLength
   uint32_t canceled = kNone;            // RSNs voided by the sender before their receive was posted
   uint32_t next_post_rsn = 0, next_complete_rsn = 0;
   uint32_t hint = kNone, hint_rsn = 0;  // last receive found by RSN
@@ -139,59 +139,84 @@ struct Peer {
   uint64_t key = 0;
 };
 
+// A connection. Its state is grouped by the unit that owns it; the arrays sized by the negotiated
+// counts are allocated once at setup [R-CONN-5] (handshake.cpp, setup_paths).
 struct Conn {
+  // identity and negotiated parameters (connection table, handshake)
   uint32_t id = 0, peer_id = 0, peer = kNone;
   ConnState state = ConnState::Connecting;
-  bool in_use = false, initiator = false, close_requested = false, abort = false, disconnect_sent = false;
-  bool keepalive_outstanding = false, waiting = false, fs_active = false, any_new_segment = false;
-  bool dirty = false, mapped_responder = false, rearm_pending = false;
+  bool in_use = false, initiator = false, mapped_responder = false;
   uint16_t paths = 0, streams = 0, max_payload = 0, window_cap = 0;  // negotiated (offers while connecting)
   uint32_t local_isn = 0, peer_isn = 0;
-  ConnParams offer;  // what this end offered (initiator)
+  uint32_t dead_next = kNone;  // FIFO of closed / failed connections (slots are recycled oldest first)
 
-  // Per-connection state sized by the negotiated counts, allocated once at setup [R-CONN-5].
+  // event loop: touched since the last transmission pass; re-arming deferred to the end of a burst
+  bool touched = false, rearm_pending = false;
+
+  // per-path and per-stream state
   std::unique_ptr<uint64_t[]> mem;
   uint64_t mem_bytes = 0;
   PathTx* tx = nullptr;
   PathRx* rx = nullptr;
-  SendStream* ss = nullptr;
-  RecvStream* rs = nullptr;
-  uint64_t* pdl = nullptr;  // per path: earliest deadline of its timers (tx and ACK delay)
-  mutable uint64_t pdl_min = kNever;  // min over pdl[] (valid when pdl_min_valid)
-  mutable bool pdl_min_valid = true;
-  BitSpan room;             // paths that may take a new segment [R-PATH-8]
-  BitSpan lostp;            // paths with lost PSNs waiting for retransmission
-  BitSpan slots;            // round-robin slots with new segments to send (streams, then responses)
+  SendStream* send_streams = nullptr;
+  RecvStream* recv_streams = nullptr;
+  uint32_t open_recvs = 0;  // posted receives not completed (receiver)
 
-  uint32_t resp_head = kNone, resp_tail = kNone;  // read responses to send, in acceptance order
-  uint32_t rr_slot = 0;
-  uint16_t last_path = 0;
-  uint16_t route0 = 0;       // path 0's route before setup (CONNECT)
-  uint32_t unacked_recs = 0; // outstanding, unacknowledged PSN records (all paths)
-  uint32_t open_wrs = 0;     // work requests in stream lists
-  uint32_t open_recvs = 0;   // posted receives not completed
-  uint32_t probes_out = 0;   // paths with an unanswered tail probe
+  // handshake [R-CONN-3], [R-CONN-4] (handshake.cpp)
+  struct Handshake {
+    ConnParams offer;          // what this end offered (initiator)
+    uint16_t route0 = 0;       // path 0's route before setup (CONNECT)
+    uint32_t tries = 0;        // CONNECTs sent
+    uint64_t next_try = 0;     // when the next CONNECT goes out
+    uint32_t accept_ts = 0;    // the ACCEPT is rebuilt byte for byte for a duplicate CONNECT
+  } hs;
 
-  // rate ceiling [R-CC-6], [R-CC-7]
-  uint32_t ceiling = 0;
-  uint64_t hint_time = 0;
-  int64_t credit = 0;
-  uint64_t credit_time = 0;
+  // liveness [R-CONN-6], [R-CONN-8] (liveness.cpp)
+  struct Liveness {
+    uint64_t last_rx = 0, waiting_since = 0, last_keepalive = 0;
+    uint32_t keepalive_ts = 0;
+    bool keepalive_outstanding = false;
+    bool waiting = false;  // for the peer: an unacknowledged PSN, an unanswered PROBE, or a DISCONNECT
+  } alive;
 
-  // liveness [R-CONN-4], [R-CONN-6], [R-CONN-8]
-  uint64_t last_rx = 0, waiting_since = 0, last_keepalive = 0;
-  uint32_t keepalive_ts = 0;
-  uint32_t connect_tries = 0;
-  uint64_t next_connect = 0;
-  uint32_t accept_ts = 0;  // the ACCEPT is rebuilt byte for byte for a duplicate CONNECT
-  uint64_t next_disconnect = 0;
+  // close and teardown [R-CONN-7] (liveness.cpp)
+  struct Closing {
+    bool requested = false, abort = false, disconnect_sent = false;
+    uint64_t next_disconnect = 0;
+  } closing;
 
-  // the receiver's fair share of this connection [R-FS-*]
-  uint64_t bits_in_interval = 0, last_data = 0;
-  uint32_t demand = 0, share = 0;
-  uint32_t fs_prev = kNone, fs_next = kNone;
+  // send window (send_window.cpp, read_responder.cpp)
+  struct Send {
+    uint64_t* path_due = nullptr;  // per path: earliest deadline of its timers (tx and ACK delay)
+    mutable uint64_t path_due_min = kNever;  // min over path_due[] (valid when path_due_min_valid)
+    mutable bool path_due_min_valid = true;
+    BitSpan paths_with_room;  // paths that may take a new segment [R-PATH-8]
+    BitSpan paths_with_lost;  // paths with lost PSNs waiting for retransmission
+    BitSpan new_data_slots;   // round-robin slots with new segments to send (streams, then responses)
+    uint32_t responses_head = kNone, responses_tail = kNone;  // read responses to send, in acceptance order
+    uint32_t next_slot = 0;   // round-robin position over the slots [R-CC-9]
+    uint16_t last_path = 0;   // path of the latest new segment (paths in round robin [R-PATH-8])
+    bool any_new_segment = false;
+    uint32_t unacked_recs = 0;  // outstanding, unacknowledged PSN records (all paths)
+    uint32_t open_wrs = 0;      // work requests in stream lists
+    uint32_t probes_out = 0;    // paths with an unanswered tail probe
+  } send;
 
-  uint32_t dead_next = kNone;  // FIFO of closed / failed connections (slots are recycled oldest first)
+  // rate ceiling and credit [R-CC-6], [R-CC-7] (send_window.cpp)
+  struct Rate {
+    uint32_t ceiling = 0;
+    uint64_t hint_time = 0;
+    int64_t credit = 0;
+    uint64_t credit_time = 0;
+  } rate;
+
+  // the receiver's fair share of this connection [R-FS-*] (fair_share.cpp)
+  struct FairShare {
+    bool active = false;
+    uint64_t bits_in_interval = 0, last_data = 0;
+    uint32_t demand = 0, share = 0;
+    uint32_t prev = kNone, next = kNone;  // list of active connections
+  } fair;
 
   uint32_t cwnd_max() const noexcept { return window_cap < 256 ? window_cap : 256; }
   uint32_t init_cwnd() const noexcept { return window_cap < 16 ? window_cap : 16; }

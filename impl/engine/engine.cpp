@@ -17,7 +17,7 @@ Engine::Engine(const DeviceConfig& cfg, io::PacketIo& io, const io::Clock& clock
   recvs_.init(cfg.max_receives);
   blocks_.init(cfg.max_window_blocks);
   wheel_.init(cfg.max_connections);
-  dirty_.reset(new uint32_t[cfg.max_connections]);
+  touched_.reset(new uint32_t[cfg.max_connections]);
   deferred_.reset(new uint32_t[cfg.max_connections]);
   expired_.reset(new uint32_t[cfg.max_connections]);
   scratch_.reset(new uint32_t[cfg.max_connections]);
@@ -27,7 +27,7 @@ Engine::Engine(const DeviceConfig& cfg, io::PacketIo& io, const io::Clock& clock
   rxq_.reset(new io::PacketBuf*[cfg.burst]);
   listening_ = cfg.listening;
   now_ = clock.now_us();
-  last_pump_ = now_;
+  last_transmit_ = now_;
   prealloc_bytes_ = conns_.bytes() + uint64_t(cfg.max_work_requests) * (sizeof(Msg) + 4) +
                     uint64_t(cfg.max_receives) * (sizeof(Recv) + 4) +
                     uint64_t(cfg.max_window_blocks) * (sizeof(Block) + 4) + cq_.bytes() + events_.bytes();
@@ -50,7 +50,7 @@ Result Engine::dereg_mr(uint32_t lkey) {
 // The checks of a post, in the model's order; *region: the buffer's region when Ok.
 Result Engine::check_post(const Conn* cp, uint16_t stream, const Sge& buf, bool need_write,
                           const Region** region) const noexcept {
-  if (!cp || cp->state != ConnState::Established || cp->close_requested) return Result::NotConnected;
+  if (!cp || cp->state != ConnState::Established || cp->closing.requested) return Result::NotConnected;
   if (stream >= cp->streams) return Result::InvalidStream;
   if (buf.length > kMaxMessage) return Result::MessageTooLong;
   *region = regions_.local_buffer(buf, need_write);
@@ -83,7 +83,7 @@ std::optional<PathInfo> Engine::path_info(uint32_t conn, uint16_t path) const no
   v.retx_by_cause = t.retx_by_cause;
   v.repaths = t.repaths;
   v.packets_sent = t.packets_sent;
-  v.rate_ceiling_mbps = rate_limited(*c, now_) ? c->ceiling : 0;
+  v.rate_ceiling_mbps = rate_limited(*c, now_) ? c->rate.ceiling : 0;
   v.credit_bits = credit_at(*c, now_);
   return v;
 }
@@ -103,18 +103,18 @@ uint16_t Engine::max_payload(uint32_t conn) const noexcept {
 
 int Engine::rate_shares(uint32_t* ids, uint32_t* shares, int max) const noexcept {
   int n = 0;
-  for (uint32_t s = fs_head_; s != kNone && n < max; s = conns_[s].fs_next) scratch_[n++] = s;
+  for (uint32_t s = fair_head_; s != kNone && n < max; s = conns_[s].fair.next) scratch_[n++] = s;
   std::sort(scratch_.get(), scratch_.get() + n, [&](uint32_t a, uint32_t b) { return conns_[a].id < conns_[b].id; });
   for (int i = 0; i < n; ++i) {
     ids[i] = conns_[scratch_[i]].id;
-    shares[i] = conns_[scratch_[i]].share;
+    shares[i] = conns_[scratch_[i]].fair.share;
   }
   return n;
 }
 
 size_t Engine::outstanding_work(uint32_t conn) const noexcept {
   const Conn* c = conns_.find(conn);
-  return c ? size_t(c->open_wrs) + c->open_recvs : 0;
+  return c ? size_t(c->send.open_wrs) + c->open_recvs : 0;
 }
 
 size_t Engine::connections(uint32_t* out, size_t max) const noexcept {

@@ -220,8 +220,8 @@ class Engine {
   void set_rec_state(Block& b, PathTx& t, uint32_t j, RecState s) noexcept;
   void mark_lost(Block& b, PathTx& t, uint32_t j, LossCause why) noexcept;
   int64_t credit_at(const Conn& c, uint64_t at) const noexcept;
-  void txo_remove(Block& b, uint16_t r) noexcept;
-  void txo_append(Block& b, uint16_t r) noexcept;
+  void tx_order_remove(Block& b, uint16_t r) noexcept;
+  void tx_order_append(Block& b, uint16_t r) noexcept;
   bool has_pending_new_data(const Conn& c) const noexcept;
 
   // ---- read responder (read_responder.cpp) ----
@@ -243,10 +243,10 @@ class Engine {
   Recv* find_recv(Conn& c, uint16_t stream, uint32_t rsn, bool* completed_ok) noexcept;
 
   // ---- fair share (fair_share.cpp) ----
-  void fs_compute() noexcept;
-  void fs_on_data(Conn& c, uint32_t payload_len) noexcept;
-  void fs_waterfill() noexcept;
-  void fs_remove(Conn& c) noexcept;
+  void fair_share_update() noexcept;
+  void fair_share_on_data(Conn& c, uint32_t payload_len) noexcept;
+  void fair_share_waterfill() noexcept;
+  void fair_share_remove(Conn& c) noexcept;
 
   // ---- state ----
   DeviceConfig cfg_;
@@ -255,7 +255,7 @@ class Engine {
   bool ok_ = false;
   bool listening_ = true;
   uint64_t now_ = 0;
-  uint64_t last_pump_ = 0;  // time of the last transmission pass (the model refreshes every credit then)
+  uint64_t last_transmit_ = 0;  // time of the last transmission pass (the model refreshes every credit then)
   Counters counters_;
 
   RegionTable regions_;
@@ -265,16 +265,16 @@ class Engine {
   Pool<Block> blocks_;
   TimerWheel wheel_;
 
-  std::unique_ptr<uint32_t[]> dirty_;  // connection slots touched since the last pass
-  uint32_t n_dirty_ = 0;
+  std::unique_ptr<uint32_t[]> touched_;  // connection slots touched since the last pass
+  uint32_t n_touched_ = 0;
   std::unique_ptr<uint32_t[]> deferred_;  // passed inside a receive burst, timers not yet re-armed
   uint32_t n_deferred_ = 0;
   std::unique_ptr<uint32_t[]> expired_;
   std::unique_ptr<uint32_t[]> scratch_;  // fair-share sort, connection listing
 
-  uint32_t fs_head_ = kNone;
-  uint32_t fs_count_ = 0;
-  uint64_t fs_next_ = 0;
+  uint32_t fair_head_ = kNone;
+  uint32_t fair_count_ = 0;
+  uint64_t fair_next_update_ = 0;
 
   Ring<WorkCompletion> cq_;
   Ring<ConnEvent> events_;

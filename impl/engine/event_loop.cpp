@@ -15,7 +15,7 @@ namespace mroce::engine {
 
 uint64_t Engine::due_by(uint64_t t) noexcept {
   uint64_t d = wheel_.first_due(t);
-  if (fs_next_ != 0 && fs_next_ <= t && fs_next_ < d) d = fs_next_;
+  if (fair_next_update_ != 0 && fair_next_update_ <= t && fair_next_update_ < d) d = fair_next_update_;
   return d;
 }
 
@@ -45,8 +45,8 @@ void Engine::begin_event() noexcept {
 }
 
 void Engine::end_event() noexcept {
-  // Deadlines as the event left them (before any pump), for the timers it made due now.
-  for (uint32_t i = 0; i < n_dirty_; ++i) rearm(conns_[dirty_[i]]);
+  // Deadlines as the event left them (before any transmission pass), for the timers it made due now.
+  for (uint32_t i = 0; i < n_touched_; ++i) rearm(conns_[touched_[i]]);
   while (timers_may_fire() && due_by(now_) != kNever) {
     fire_due();
     transmit_touched();
@@ -55,7 +55,7 @@ void Engine::end_event() noexcept {
 }
 
 void Engine::fire_due() noexcept {
-  if (fs_next_ != 0 && fs_next_ <= now_) fs_compute();  // [R-FS-1]
+  if (fair_next_update_ != 0 && fair_next_update_ <= now_) fair_share_update();  // [R-FS-1]
   const uint32_t n = wheel_.expire(now_, expired_.get());
   uint32_t* e = expired_.get();
   if (n > 1) std::sort(e, e + n, [&](uint32_t a, uint32_t b) { return conns_[a].id < conns_[b].id; });
@@ -67,9 +67,9 @@ void Engine::fire_due() noexcept {
 }
 
 void Engine::touch(Conn& c) noexcept {
-  if (c.dirty) return;
-  c.dirty = true;
-  dirty_[n_dirty_++] = conns_.slot(c);
+  if (c.touched) return;
+  c.touched = true;
+  touched_[n_touched_++] = conns_.slot(c);
 }
 
 // Transmits what the touched connections have to send, in ID order (the model's pump_all order), and
@@ -77,12 +77,12 @@ void Engine::touch(Conn& c) noexcept {
 // With defer_rearm (inside a receive burst, where the wheel is not consulted until the burst ends)
 // the re-arming is left to rearm_deferred(), once per connection per burst.
 void Engine::transmit_touched(bool defer_rearm) noexcept {
-  uint32_t* d = dirty_.get();
-  if (n_dirty_ > 1) std::sort(d, d + n_dirty_, [&](uint32_t a, uint32_t b) { return conns_[a].id < conns_[b].id; });
-  for (uint32_t i = 0; i < n_dirty_; ++i) {
+  uint32_t* d = touched_.get();
+  if (n_touched_ > 1) std::sort(d, d + n_touched_, [&](uint32_t a, uint32_t b) { return conns_[a].id < conns_[b].id; });
+  for (uint32_t i = 0; i < n_touched_; ++i) {
     Conn& c = conns_[d[i]];
     transmit_conn(c);
-    c.dirty = false;
+    c.touched = false;
     if (!defer_rearm) {
       rearm(c);
     } else if (!c.rearm_pending) {
@@ -90,8 +90,8 @@ void Engine::transmit_touched(bool defer_rearm) noexcept {
       deferred_[n_deferred_++] = d[i];
     }
   }
-  n_dirty_ = 0;
-  last_pump_ = now_;
+  n_touched_ = 0;
+  last_transmit_ = now_;
 }
 
 void Engine::rearm_deferred() noexcept {
@@ -113,15 +113,15 @@ void Engine::rearm(Conn& c) noexcept { wheel_.arm(conns_.slot(c), conn_deadline(
 
 // The model's next_deadline, for one connection.
 uint64_t Engine::conn_deadline(const Conn& c) const noexcept {
-  if (c.state == ConnState::Connecting) return c.next_connect;  // [R-CONN-4]
+  if (c.state == ConnState::Connecting) return c.hs.next_try;  // [R-CONN-4]
   if (!c.live()) return kNever;
-  if (!c.pdl_min_valid) {
+  if (!c.send.path_due_min_valid) {
     uint64_t m = kNever;
-    for (uint32_t p = 0; p < c.paths; ++p) m = std::min(m, c.pdl[p]);
-    c.pdl_min = m;
-    c.pdl_min_valid = true;
+    for (uint32_t p = 0; p < c.paths; ++p) m = std::min(m, c.send.path_due[p]);
+    c.send.path_due_min = m;
+    c.send.path_due_min_valid = true;
   }
-  return std::min({c.pdl_min, credit_deadline(c), liveness_deadline(c)});
+  return std::min({c.send.path_due_min, credit_deadline(c), liveness_deadline(c)});
 }
 
 // The model's fire_due_timers, for one connection at now_.
@@ -132,7 +132,7 @@ void Engine::fire_conn(Conn& c) noexcept {
   }
   if (!c.live()) return;
   for (uint16_t p = 0; p < c.paths; ++p) {
-    if (c.pdl[p] > now_) continue;  // nothing of this path is due: path_timers and the ACK check are no-ops
+    if (c.send.path_due[p] > now_) continue;  // nothing of this path is due: path_timers and the ACK check are no-ops
     path_timers(c, p);
     PathRx& r = c.rx[p];
     if (r.unacked > 0 && r.first_unacked + cfg_.ack_delay_us <= now_) send_ack(c, p);  // [R-ACK-3]
@@ -178,7 +178,7 @@ void Engine::on_frame(const uint8_t* frame, uint32_t len) noexcept {
     on_connect_reply(c, v);
     return;
   }
-  c.last_rx = now_;
+  c.alive.last_rx = now_;
   switch (op) {
     case fast::Opcode::Accept:  // duplicate ACCEPT after setup
     case fast::Opcode::Reject:
@@ -282,7 +282,7 @@ int Engine::progress() noexcept {
 
 std::optional<Time> Engine::next_deadline() const noexcept {
   uint64_t d = wheel_.min();
-  if (fs_next_ != 0 && fs_next_ < d) d = fs_next_;
+  if (fair_next_update_ != 0 && fair_next_update_ < d) d = fair_next_update_;
   if (d == kNever) return std::nullopt;
   return d;
 }

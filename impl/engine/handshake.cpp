@@ -31,7 +31,7 @@ constexpr size_t align8(size_t n) { return (n + 7) & ~size_t{7}; }
 bool Engine::recycle_dead() noexcept {
   const uint32_t s = conns_.pop_dead();
   if (s == kNone) return false;
-  fs_remove(conns_[s]);
+  fair_share_remove(conns_[s]);
   wheel_.disarm(s);
   conns_.free(s);
   return true;
@@ -43,9 +43,9 @@ uint32_t Engine::alloc_conn(const Address& peer, bool initiator) noexcept {
   if (s == kNone || !conns_.open(s, peer, initiator)) return kNone;
   Conn& c = conns_[s];
   c.local_isn = cfg_.isn;
-  c.last_rx = now_;
-  c.last_keepalive = now_;
-  c.credit_time = now_;
+  c.alive.last_rx = now_;
+  c.alive.last_keepalive = now_;
+  c.rate.credit_time = now_;
   return s;
 }
 
@@ -64,17 +64,17 @@ bool Engine::setup_paths(Conn& c) noexcept {
   m += align8(sizeof(PathTx) * P);
   c.rx = new (m) PathRx[P];
   m += align8(sizeof(PathRx) * P);
-  c.ss = new (m) SendStream[S];
+  c.send_streams = new (m) SendStream[S];
   m += align8(sizeof(SendStream) * S);
-  c.rs = new (m) RecvStream[S];
+  c.recv_streams = new (m) RecvStream[S];
   m += align8(sizeof(RecvStream) * S);
-  c.pdl = reinterpret_cast<uint64_t*>(m);
+  c.send.path_due = reinterpret_cast<uint64_t*>(m);
   m += 8 * size_t(P);
   uint64_t* w = reinterpret_cast<uint64_t*>(m);
   std::fill(w, w + 2 * pw + sw, 0);
-  c.room = BitSpan{w, P};
-  c.lostp = BitSpan{w + pw, P};
-  c.slots = BitSpan{w + 2 * pw, S + 1};
+  c.send.paths_with_room = BitSpan{w, P};
+  c.send.paths_with_lost = BitSpan{w + pw, P};
+  c.send.new_data_slots = BitSpan{w + 2 * pw, S + 1};
   for (uint16_t p = 0; p < P; ++p) {
     PathTx& t = c.tx[p];
     t.route = default_route(c.id, p, 0);  // [R-PATH-5], appendix B
@@ -84,13 +84,13 @@ bool Engine::setup_paths(Conn& c) noexcept {
     t.rto = t.rto_current = cfg_.rto_init_us;  // [R-RTO-3]
     t.last_ack = now_;
     c.rx[p].st = core::PathReceiveState::starting_at(c.peer_isn);  // [R-HDR-19] CPSN = ISN - 1
-    c.pdl[p] = kNever;
+    c.send.path_due[p] = kNever;
     update_room(c, p);
   }
-  c.pdl_min = kNever;
-  c.pdl_min_valid = true;
-  c.credit = c.credit_max();
-  c.credit_time = now_;
+  c.send.path_due_min = kNever;
+  c.send.path_due_min_valid = true;
+  c.rate.credit = c.credit_max();
+  c.rate.credit_time = now_;
   return true;
 }
 
@@ -103,11 +103,11 @@ Result Engine::connect(const Address& peer, uint32_t* conn, const ConnParams* of
     const uint32_t s = alloc_conn(peer, true);
     if (s == kNone) return Result::NoResources;
     Conn& c = conns_[s];
-    c.offer = o;
+    c.hs.offer = o;
     // Until ACCEPT arrives, path 0 exists only to give CONNECT its route.
-    c.route0 = default_route(c.id, 0, 0);
+    c.hs.route0 = default_route(c.id, 0, 0);
     c.state = ConnState::Connecting;
-    c.next_connect = now_;  // sent by the timer pass of end_event
+    c.hs.next_try = now_;  // sent by the timer pass of end_event
     if (conn) *conn = c.id;
     touch(c);
     return Result::Ok;
@@ -116,26 +116,26 @@ Result Engine::connect(const Address& peer, uint32_t* conn, const ConnParams* of
 
 // [R-CONN-4] CONNECT, retransmitted every CONNECT_RETRY until CONNECT_TRIES have gone unanswered.
 void Engine::connect_timer(Conn& c) noexcept {
-  if (c.next_connect > now_) return;
-  if (c.connect_tries >= cfg_.connect_tries) {  // [R-CONN-4]
+  if (c.hs.next_try > now_) return;
+  if (c.hs.tries >= cfg_.connect_tries) {  // [R-CONN-4]
     fail_connection(c, Status::ConnectionFailed);
     return;
   }
   uint8_t* bth;
-  io::PacketBuf* b = frame_begin(c, false, c.route0, &bth);
+  io::PacketBuf* b = frame_begin(c, false, c.hs.route0, &bth);
   fast::BthFields bf = this->bth(c, 0, 0);
   bf.dcid = 0;  // [R-HDR-4]
   fast::ConnFields cf;
   cf.scid = c.id;
   cf.isn = c.local_isn;
-  cf.path_count = c.offer.paths;
-  cf.stream_count = c.offer.streams;
-  cf.max_payload = c.offer.max_payload;
-  cf.window_cap = c.offer.window_cap;
+  cf.path_count = c.hs.offer.paths;
+  cf.stream_count = c.hs.offer.streams;
+  cf.max_payload = c.hs.offer.max_payload;
+  cf.window_cap = c.hs.offer.window_cap;
   fast::put_connect(bth, bf, cf);
   frame_end(b, 0);
-  ++c.connect_tries;
-  c.next_connect = now_ + cfg_.connect_retry_us;
+  ++c.hs.tries;
+  c.hs.next_try = now_ + cfg_.connect_retry_us;
 }
 
 // A frame for a connection still connecting: ACCEPT sets it up, REJECT fails it.
@@ -155,10 +155,10 @@ void Engine::on_connect_reply(Conn& c, const View& v) noexcept {
       return;
     }
     c.state = ConnState::Established;
-    c.last_rx = now_;
+    c.alive.last_rx = now_;
     emit_event(ConnEvent{ConnEvent::Kind::Up, c.id, conns_.peer(c.peer).addr, true, Status::Success});
   } else if (op == fast::Opcode::Reject) {
-    c.last_rx = now_;
+    c.alive.last_rx = now_;
     fail_connection(c, Status::ConnectionFailed);
   } else {
     ++counters_.unknown_dcid;
@@ -173,7 +173,7 @@ void Engine::on_connect(const View& v) noexcept {
   // [R-CONN-4] a duplicate CONNECT gets the same ACCEPT again, byte for byte.
   const uint32_t dup = conns_.find_responder(from, scid);
   if (dup != kNone) {
-    send_accept(conns_[dup], conns_[dup].accept_ts);
+    send_accept(conns_[dup], conns_[dup].hs.accept_ts);
     return;
   }
   auto reject = [&](uint8_t reason) {
@@ -211,8 +211,8 @@ void Engine::on_connect(const View& v) noexcept {
     reject(2);
     return;
   }
-  c.accept_ts = static_cast<uint32_t>(now_);
-  send_accept(c, c.accept_ts);
+  c.hs.accept_ts = static_cast<uint32_t>(now_);
+  send_accept(c, c.hs.accept_ts);
   conns_.map_responder(c);
   c.state = ConnState::Established;
   touch(c);

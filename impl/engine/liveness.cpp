@@ -10,19 +10,19 @@ namespace {
 
 // [R-CONN-8] a peer silent for PEER_TIMEOUT while we wait for it has failed.
 uint64_t peer_failure_at(const Conn& c, const DeviceConfig& cfg) noexcept {
-  return std::max(c.last_rx, c.waiting_since) + cfg.peer_timeout_us;
+  return std::max(c.alive.last_rx, c.alive.waiting_since) + cfg.peer_timeout_us;
 }
 // [R-CONN-6] a connection silent for KEEPALIVE while we wait for nothing probes its peer.
 uint64_t keepalive_at(const Conn& c, const DeviceConfig& cfg) noexcept {
-  return std::max(c.last_rx, c.last_keepalive) + cfg.keepalive_us;
+  return std::max(c.alive.last_rx, c.alive.last_keepalive) + cfg.keepalive_us;
 }
 
 }  // namespace
 
 // The liveness part of the connection's next deadline.
 uint64_t Engine::liveness_deadline(const Conn& c) const noexcept {
-  uint64_t d = c.waiting ? peer_failure_at(c, cfg_) : keepalive_at(c, cfg_);
-  if (c.state == ConnState::Closing && c.disconnect_sent) d = std::min(d, c.next_disconnect);
+  uint64_t d = c.alive.waiting ? peer_failure_at(c, cfg_) : keepalive_at(c, cfg_);
+  if (c.state == ConnState::Closing && c.closing.disconnect_sent) d = std::min(d, c.closing.next_disconnect);
   return d;
 }
 
@@ -34,15 +34,15 @@ uint64_t Engine::disconnect_retry_at(const Conn& c) const noexcept {
 // The liveness timers of a live connection, after its path timers (the model's order).
 void Engine::liveness_timers(Conn& c) noexcept {
   // [R-CONN-8] peer failure
-  if (c.waiting && peer_failure_at(c, cfg_) <= now_) {
-    if (c.state == ConnState::Closing && c.disconnect_sent)
+  if (c.alive.waiting && peer_failure_at(c, cfg_) <= now_) {
+    if (c.state == ConnState::Closing && c.closing.disconnect_sent)
       release_closed(c);  // the peer never confirmed the close; nothing is outstanding
     else
       fail_connection(c, Status::ConnectionFailed);
     return;
   }
   // [R-CONN-6] keep-alive on the lowest-numbered ACTIVE path (path 0 if none)
-  if (!c.waiting && keepalive_at(c, cfg_) <= now_) {
+  if (!c.alive.waiting && keepalive_at(c, cfg_) <= now_) {
     uint16_t path = 0;
     for (uint16_t p = 0; p < c.paths; ++p)
       if (c.tx[p].state == PathState::Active) {
@@ -54,30 +54,31 @@ void Engine::liveness_timers(Conn& c) noexcept {
     fast::put_probe(bth, this->bth(c, path, fast::kFlagAr));
     frame_end(b, 0);
     ++counters_.probes_sent;
-    c.keepalive_outstanding = true;
-    c.keepalive_ts = static_cast<uint32_t>(now_);
-    c.last_keepalive = now_;
+    c.alive.keepalive_outstanding = true;
+    c.alive.keepalive_ts = static_cast<uint32_t>(now_);
+    c.alive.last_keepalive = now_;
   }
   // [R-CONN-7] DISCONNECT retransmission
-  if (c.state == ConnState::Closing && c.disconnect_sent && c.next_disconnect <= now_) {
-    send_control(c, fast::Opcode::Disconnect, c.abort ? 5 : 0);
-    c.next_disconnect = disconnect_retry_at(c);
+  if (c.state == ConnState::Closing && c.closing.disconnect_sent && c.closing.next_disconnect <= now_) {
+    send_control(c, fast::Opcode::Disconnect, c.closing.abort ? 5 : 0);
+    c.closing.next_disconnect = disconnect_retry_at(c);
   }
 }
 
 // After the connection's transmission pass (the rest of the model's pump_all body).
 void Engine::liveness_after_transmit(Conn& c) noexcept {
   // [R-CONN-7] a graceful close sends DISCONNECT once nothing is outstanding
-  if (c.state == ConnState::Closing && !c.disconnect_sent && ((c.unacked_recs == 0 && c.open_wrs == 0) || c.abort)) {
-    send_control(c, fast::Opcode::Disconnect, c.abort ? 5 : 0);
-    c.disconnect_sent = true;
-    c.next_disconnect = disconnect_retry_at(c);
+  const bool nothing_outstanding = c.send.unacked_recs == 0 && c.send.open_wrs == 0;
+  if (c.state == ConnState::Closing && !c.closing.disconnect_sent && (nothing_outstanding || c.closing.abort)) {
+    send_control(c, fast::Opcode::Disconnect, c.closing.abort ? 5 : 0);
+    c.closing.disconnect_sent = true;
+    c.closing.next_disconnect = disconnect_retry_at(c);
   }
   // [R-CONN-8] waiting for the peer: an unacknowledged PSN, an unanswered PROBE, or a DISCONNECT.
-  const bool w = c.keepalive_outstanding || (c.state == ConnState::Closing && c.disconnect_sent) ||
-                 c.probes_out > 0 || c.unacked_recs > 0;
-  if (w && !c.waiting) c.waiting_since = now_;
-  c.waiting = w;
+  const bool w = c.alive.keepalive_outstanding || (c.state == ConnState::Closing && c.closing.disconnect_sent) ||
+                 c.send.probes_out > 0 || c.send.unacked_recs > 0;
+  if (w && !c.alive.waiting) c.alive.waiting_since = now_;
+  c.alive.waiting = w;
 }
 
 // [R-CONN-7] a DISCONNECT or DISCONNECT_ACK on a live connection.
@@ -85,13 +86,13 @@ void Engine::on_disconnect(Conn& c, fast::Opcode op) noexcept {
   if (op == fast::Opcode::Disconnect) {
     send_control(c, fast::Opcode::DisconnectAck, 0);
     release_closed(c);
-  } else if (c.state == ConnState::Closing && c.disconnect_sent) {
+  } else if (c.state == ConnState::Closing && c.closing.disconnect_sent) {
     release_closed(c);
   }
 }
 
 void Engine::send_control(Conn& c, fast::Opcode op, uint8_t reason) noexcept {
-  const uint16_t route = c.tx ? c.tx[0].route : c.route0;
+  const uint16_t route = c.tx ? c.tx[0].route : c.hs.route0;
   uint8_t* bth;
   io::PacketBuf* b = frame_begin(c, false, route, &bth);
   const fast::BthFields bf = this->bth(c, 0, 0);
@@ -107,8 +108,8 @@ Result Engine::close(uint32_t conn, bool abort) {
     Conn* cp = conns_.find(conn);
     if (!cp || cp->state != ConnState::Established) return Result::NotConnected;
     Conn& c = *cp;
-    c.close_requested = true;
-    c.abort = abort;
+    c.closing.requested = true;
+    c.closing.abort = abort;
     c.state = ConnState::Closing;
     if (abort) {  // [R-CONN-7] an abort flushes without waiting
       flush_sends(c, Status::Flushed);
@@ -122,15 +123,15 @@ Result Engine::close(uint32_t conn, bool abort) {
 // Every work request not done completes with `wr_status`, in stream order; nothing new is sent.
 void Engine::flush_sends(Conn& c, Status wr_status) noexcept {
   for (uint16_t st = 0; st < c.streams; ++st) {
-    for (uint32_t m = c.ss[st].head; m != kNone; m = msgs_[m].next) {
+    for (uint32_t m = c.send_streams[st].head; m != kNone; m = msgs_[m].next) {
       Msg& w = msgs_[m];
       if (!w.done()) {
         w.flags |= kFailed;
         w.status = wr_status;
       }
     }
-    c.ss[st].cursor = kNone;
-    c.slots.put(st, false);
+    c.send_streams[st].cursor = kNone;
+    c.send.new_data_slots.put(st, false);
     complete_sends(c, st);
   }
 }
@@ -142,7 +143,7 @@ void Engine::teardown(Conn& c, Status wr_status) noexcept {
   flush_recvs(c);
   free_recvs(c);
   clear_tx(c);
-  c.waiting = false;
+  c.alive.waiting = false;
   wheel_.disarm(conns_.slot(c));
   conns_.queue_dead(c);
 }

@@ -23,35 +23,35 @@ void Engine::queue_response(Conn& c, uint32_t job, const View& v, uint32_t regio
   m.length = v.msg_length();
   m.region = region;
   m.total_segments = segment_count(m.length, c.max_payload);
-  append_msg(c.resp_head, c.resp_tail, job);
-  c.slots.put(c.streams, true);
+  append_msg(c.send.responses_head, c.send.responses_tail, job);
+  c.send.new_data_slots.put(c.streams, true);
 }
 
 // The response whose next segment goes out now.
-uint32_t Engine::next_response(Conn& c) noexcept { return c.resp_head; }
+uint32_t Engine::next_response(Conn& c) noexcept { return c.send.responses_head; }
 
 // After a segment of `job` was taken: a response with every segment taken leaves the queue and lives
 // on through its PSN records.
 void Engine::response_segment_taken(Conn& c, uint32_t job) noexcept {
   const Msg& m = msgs_[job];
   if (m.next_segment < m.total_segments) return;
-  c.resp_head = m.next;
-  if (c.resp_head == kNone) {
-    c.resp_tail = kNone;
-    c.slots.put(c.streams, false);
+  c.send.responses_head = m.next;
+  if (c.send.responses_head == kNone) {
+    c.send.responses_tail = kNone;
+    c.send.new_data_slots.put(c.streams, false);
   }
   retire_msg(job);
 }
 
 // Abort, failure, close: the queued responses are dropped.
 void Engine::drop_responses(Conn& c) noexcept {
-  while (c.resp_head != kNone) {
-    const uint32_t m = c.resp_head;
-    c.resp_head = msgs_[m].next;
+  while (c.send.responses_head != kNone) {
+    const uint32_t m = c.send.responses_head;
+    c.send.responses_head = msgs_[m].next;
     retire_msg(m);
   }
-  c.resp_tail = kNone;
-  if (c.slots.w) c.slots.put(c.streams, false);
+  c.send.responses_tail = kNone;
+  if (c.send.new_data_slots.w) c.send.new_data_slots.put(c.streams, false);
 }
 
 }  // namespace mroce::engine

@@ -18,7 +18,7 @@ Result Engine::post_recv(uint32_t conn, uint16_t stream, uint64_t wr_id, const S
     const uint32_t ri = recvs_.alloc();
     if (ri == kNone) return Result::NoResources;
     Conn& c = *cp;
-    RecvStream& rs = c.rs[stream];
+    RecvStream& rs = c.recv_streams[stream];
     Recv& r = recvs_[ri];
     r.wr_id = wr_id;
     r.va = buf.addr;
@@ -60,7 +60,7 @@ void Engine::send_ack(Conn& c, uint16_t p) noexcept {
   a.cpsn = r.st.cpsn;
   a.ce_count = r.ce_count;
   a.ts_echo = r.ts_echo;
-  a.rate_hint = c.fs_active ? c.share : 0;  // [R-HDR-23], [R-FS-2]
+  a.rate_hint = c.fair.active ? c.fair.share : 0;  // [R-HDR-23], [R-FS-2]
   a.sack = nullptr;
   fast::put_ack(bth, this->bth(c, p, 0), a);
   r.st.bits.to_wire(bth + fast::kBthLen + 16);  // [R-HDR-20]: bit i is PSN CPSN + 1 + i
@@ -86,7 +86,7 @@ void Engine::on_probe(Conn& c, uint16_t p, const View& v) noexcept {
 
 // [R-CMP-2]: in RSN order; a stream never waits for another.
 void Engine::complete_recvs(Conn& c, uint16_t stream) noexcept {
-  RecvStream& rs = c.rs[stream];
+  RecvStream& rs = c.recv_streams[stream];
   while (rs.head != kNone && recvs_[rs.head].done) {
     const uint32_t ri = rs.head;
     Recv& r = recvs_[ri];
@@ -109,8 +109,8 @@ void Engine::complete_recvs(Conn& c, uint16_t stream) noexcept {
     --c.open_recvs;
     if (r.status == Status::LocalLength) {
       // Kept: later packets of the refused Send must keep drawing NAK Length ([R-SEC-7]).
-      r.next = rs.grave;
-      rs.grave = ri;
+      r.next = rs.length_failed;
+      rs.length_failed = ri;
     } else {
       recvs_.release(ri);
     }
@@ -119,7 +119,7 @@ void Engine::complete_recvs(Conn& c, uint16_t stream) noexcept {
 
 void Engine::flush_recvs(Conn& c) noexcept {
   for (uint16_t st = 0; st < c.streams; ++st) {
-    for (uint32_t ri = c.rs[st].head; ri != kNone; ri = recvs_[ri].next) {
+    for (uint32_t ri = c.recv_streams[st].head; ri != kNone; ri = recvs_[ri].next) {
       Recv& r = recvs_[ri];
       if (!r.done) {
         r.done = true;
@@ -132,8 +132,8 @@ void Engine::flush_recvs(Conn& c) noexcept {
 
 void Engine::free_recvs(Conn& c) noexcept {
   for (uint16_t st = 0; st < c.streams; ++st) {
-    RecvStream& rs = c.rs[st];
-    for (uint32_t* list : {&rs.grave, &rs.canceled}) {
+    RecvStream& rs = c.recv_streams[st];
+    for (uint32_t* list : {&rs.length_failed, &rs.canceled}) {
       while (*list != kNone) {
         const uint32_t ri = *list;
         *list = recvs_[ri].next;
@@ -147,7 +147,7 @@ void Engine::free_recvs(Conn& c) noexcept {
 // not done completes with Canceled; an RSN not posted yet is remembered and cancels its receive when
 // it is posted.
 void Engine::cancel_rsn(Conn& c, uint16_t stream, uint32_t rsn) noexcept {
-  RecvStream& rs = c.rs[stream];
+  RecvStream& rs = c.recv_streams[stream];
   if (rsn >= rs.next_post_rsn) {  // not posted (the model's lookup by RSN finds nothing)
     if (serial_lt(rsn, rs.next_post_rsn)) return;
     for (uint32_t q = rs.canceled; q != kNone; q = recvs_[q].next)
@@ -174,11 +174,11 @@ void Engine::cancel_rsn(Conn& c, uint16_t stream, uint32_t rsn) noexcept {
 // The receive with RSN `rsn` of the stream [R-MATCH-1]. *completed_ok is set when that receive has
 // already completed successfully (the model keeps it; the engine only remembers that it did).
 Recv* Engine::find_recv(Conn& c, uint16_t stream, uint32_t rsn, bool* completed_ok) noexcept {
-  RecvStream& rs = c.rs[stream];
+  RecvStream& rs = c.recv_streams[stream];
   *completed_ok = false;
   if (rsn >= rs.next_post_rsn) return nullptr;  // not posted (yet)
   if (rsn < rs.next_complete_rsn) {
-    for (uint32_t g = rs.grave; g != kNone; g = recvs_[g].next)
+    for (uint32_t g = rs.length_failed; g != kNone; g = recvs_[g].next)
       if (recvs_[g].rsn == rsn) return &recvs_[g];
     *completed_ok = true;
     return nullptr;
@@ -241,7 +241,7 @@ void Engine::on_data(Conn& c, uint16_t p, const View& v) noexcept {
     if (stream >= c.streams || plen > c.max_payload) {
       vd.nak = uint8_t(fast::NakCode::InvalidRequest);
     } else if (op == fast::Opcode::ReadResp) {  // [R-PLC-5]: names an outstanding Read of this length
-      SendStream& ss = c.ss[stream];
+      SendStream& ss = c.send_streams[stream];
       const uint32_t msn = v.msn();
       uint32_t found = kNone;
       auto is_it = [&](uint32_t mi) {
@@ -359,7 +359,7 @@ void Engine::on_data(Conn& c, uint16_t p, const View& v) noexcept {
   r.st.accept(psn, det);
   r.ts_echo = v.timestamp();  // [R-ACK-7]
   if (ce) ++r.ce_count;       // [R-ACK-6]
-  fs_on_data(c, is_void ? 0 : plen);  // [R-FS-2], [R-FS-3]
+  fair_share_on_data(c, is_void ? 0 : plen);  // [R-FS-2], [R-FS-3]
   if (!is_void && op != fast::Opcode::Write && op != fast::Opcode::ReadReq) {
     if (op == fast::Opcode::ReadResp)
       complete_sends(c, stream);

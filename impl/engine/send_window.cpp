@@ -57,28 +57,28 @@ uint64_t& count_of(RetransmissionCauses& k, LossCause why) noexcept {
 
 // ---- record bookkeeping -----------------------------------------------------------------------------
 
-void Engine::txo_remove(Block& b, uint16_t r) noexcept {
+void Engine::tx_order_remove(Block& b, uint16_t r) noexcept {
   Rec& o = b.rec[r];
   if (o.prev != kNil16)
     b.rec[o.prev].next = o.next;
   else
-    b.txo_head = o.next;
+    b.tx_order_head = o.next;
   if (o.next != kNil16)
     b.rec[o.next].prev = o.prev;
   else
-    b.txo_tail = o.prev;
+    b.tx_order_tail = o.prev;
   o.prev = o.next = kNil16;
 }
 
-void Engine::txo_append(Block& b, uint16_t r) noexcept {
+void Engine::tx_order_append(Block& b, uint16_t r) noexcept {
   Rec& o = b.rec[r];
-  o.prev = b.txo_tail;
+  o.prev = b.tx_order_tail;
   o.next = kNil16;
-  if (b.txo_tail != kNil16)
-    b.rec[b.txo_tail].next = r;
+  if (b.tx_order_tail != kNil16)
+    b.rec[b.tx_order_tail].next = r;
   else
-    b.txo_head = r;
-  b.txo_tail = r;
+    b.tx_order_head = r;
+  b.tx_order_tail = r;
 }
 
 // Moves record j (PSN suna + j) to state s, keeping the bitmaps, counts and the transmission-order
@@ -92,7 +92,7 @@ void Engine::set_rec_state(Block& b, PathTx& t, uint32_t j, RecState s) noexcept
     case RecState::InFlight:
       b.inflight.clear(j);
       --b.n_inflight;
-      txo_remove(b, r);
+      tx_order_remove(b, r);
       break;
     case RecState::Lost:
       b.lost.clear(j);
@@ -112,7 +112,7 @@ void Engine::set_rec_state(Block& b, PathTx& t, uint32_t j, RecState s) noexcept
     case RecState::InFlight:
       b.inflight.set(j);
       ++b.n_inflight;
-      txo_append(b, r);
+      tx_order_append(b, r);
       break;
     case RecState::Lost:
       b.lost.set(j);
@@ -166,7 +166,7 @@ void Engine::clear_tx(Conn& c) noexcept {
     update_room(c, p);
     path_changed(c, p);
   }
-  c.unacked_recs = 0;
+  c.send.unacked_recs = 0;
   drop_responses(c);
 }
 
@@ -181,13 +181,14 @@ void Engine::update_room(Conn& c, uint16_t p) noexcept {
     inflight = blocks_[t.block].n_inflight;
     lost = blocks_[t.block].n_lost;
   }
-  c.room.put(p, t.state == PathState::Active && inflight < t.cwnd && serial_lt(t.snxt, t.suna + 256) && lost == 0);
-  c.lostp.put(p, lost > 0);
+  c.send.paths_with_room.put(
+      p, t.state == PathState::Active && inflight < t.cwnd && serial_lt(t.snxt, t.suna + 256) && lost == 0);
+  c.send.paths_with_lost.put(p, lost > 0);
 }
 
 // [R-REL-7] the RTO fires RTO after the later of the last ACK and the earliest in-flight transmission.
 uint64_t Engine::rto_deadline(const PathTx& t, const Block& b) const noexcept {
-  return std::max(t.last_ack, b.rec[b.txo_head].last_tx) + t.rto_current;
+  return std::max(t.last_ack, b.rec[b.tx_order_head].last_tx) + t.rto_current;
 }
 
 // [R-REL-6] the tail probe fires PTO after the later of the last transmission and the last ACK:
@@ -216,50 +217,50 @@ uint64_t Engine::path_deadline(const Conn& c, uint16_t p) const noexcept {
   return d;
 }
 
-// Keeps pdl[p] and the connection's minimum over its paths (recomputed lazily when the minimum grows).
+// Keeps send.path_due[p] and the connection's minimum over its paths (recomputed lazily when the minimum grows).
 void Engine::path_changed(Conn& c, uint16_t p) noexcept {
-  const uint64_t old = c.pdl[p], d = path_deadline(c, p);
+  const uint64_t old = c.send.path_due[p], d = path_deadline(c, p);
   if (d == old) return;
-  c.pdl[p] = d;
-  if (d < c.pdl_min)
-    c.pdl_min = d;
-  else if (old == c.pdl_min)
-    c.pdl_min_valid = false;
+  c.send.path_due[p] = d;
+  if (d < c.send.path_due_min)
+    c.send.path_due_min = d;
+  else if (old == c.send.path_due_min)
+    c.send.path_due_min_valid = false;
 }
 
-bool Engine::has_pending_new_data(const Conn& c) const noexcept { return c.slots.any(); }
+bool Engine::has_pending_new_data(const Conn& c) const noexcept { return c.send.new_data_slots.any(); }
 
-// [R-CC-6], [R-CC-7]. The model refreshes every connection's credit at every pump; the engine only
-// when it needs the value (at its own pumps, and before an ACK changes the ceiling, at the time of the
-// last pump). Refreshing is path-independent while the ceiling is unchanged:
+// [R-CC-6], [R-CC-7]. The model refreshes every connection's credit at every pump (its transmission
+// pass); the engine only when it needs the value (at its own passes, and before an ACK changes the
+// ceiling, at the time of the last pass). Refreshing is path-independent while the ceiling is unchanged:
 //   min(min(c + r·d1, M) + r·d2, M) = min(c + r·(d1 + d2), M), and expiry gives M either way.
 // [R-CC-6]: a ceiling is in force while the latest hint is non-zero and not older than HINT_TTL.
 bool Engine::rate_limited(const Conn& c, uint64_t at) const noexcept {
-  return c.ceiling != 0 && at - c.hint_time <= cfg_.hint_ttl_us;
+  return c.rate.ceiling != 0 && at - c.rate.hint_time <= cfg_.hint_ttl_us;
 }
 
 // The credit the counter would hold if refreshed at `at` (no earlier than its last refresh).
 int64_t Engine::credit_at(const Conn& c, uint64_t at) const noexcept {
-  if (at < c.credit_time) return c.credit;
+  if (at < c.rate.credit_time) return c.rate.credit;
   if (!rate_limited(c, at)) return c.credit_max();  // [R-CC-7] held at CREDIT_MAX while unlimited
-  const int64_t grown = c.credit + int64_t(c.ceiling) * int64_t(at - c.credit_time);
+  const int64_t grown = c.rate.credit + int64_t(c.rate.ceiling) * int64_t(at - c.rate.credit_time);
   return std::min(grown, c.credit_max());
 }
 
 void Engine::refresh_credit(Conn& c, uint64_t at) noexcept {
-  if (at < c.credit_time) return;
-  c.credit = credit_at(c, at);
-  c.credit_time = at;
+  if (at < c.rate.credit_time) return;
+  c.rate.credit = credit_at(c, at);
+  c.rate.credit_time = at;
 }
 
 // When the credit allows the next new packet (the formula does not depend on when it was last
 // refreshed: credit_time + ceil(-credit / ceiling) is invariant under refresh).
 uint64_t Engine::credit_deadline(const Conn& c) const noexcept {
-  if (c.credit >= 0 || !rate_limited(c, now_) || !has_pending_new_data(c)) return kNever;
-  if (!c.room.any()) return kNever;  // the window holds it, not the credit
-  const uint64_t wait = (uint64_t(-c.credit) + c.ceiling - 1) / c.ceiling;
-  const uint64_t expiry = c.hint_time + cfg_.hint_ttl_us + 1;
-  return std::min(c.credit_time + wait, expiry);
+  if (c.rate.credit >= 0 || !rate_limited(c, now_) || !has_pending_new_data(c)) return kNever;
+  if (!c.send.paths_with_room.any()) return kNever;  // the window holds it, not the credit
+  const uint64_t wait = (uint64_t(-c.rate.credit) + c.rate.ceiling - 1) / c.rate.ceiling;
+  const uint64_t expiry = c.rate.hint_time + cfg_.hint_ttl_us + 1;
+  return std::min(c.rate.credit_time + wait, expiry);
 }
 
 // ---- transmission ---------------------------------------------------------------------------------
@@ -332,26 +333,26 @@ void Engine::send_record(Conn& c, uint16_t p, uint32_t j, bool retransmission) n
 }
 
 void Engine::advance_cursor(Conn& c, uint16_t stream) noexcept {
-  SendStream& s = c.ss[stream];
+  SendStream& s = c.send_streams[stream];
   uint32_t m = s.cursor;
   while (m != kNone && ((msgs_[m].flags & kFailed) || msgs_[m].next_segment >= msgs_[m].total_segments))
     m = msgs_[m].next;
   s.cursor = m;
-  c.slots.put(stream, m != kNone);
+  c.send.new_data_slots.put(stream, m != kNone);
 }
 
 // The connection's transmission pass (the model's pump of one connection).
 void Engine::transmit(Conn& c) noexcept {
   // Nothing to (re)send, or no path with room: nothing would change but the credit, whose refresh is
   // path-independent and done when it is next needed.
-  if (!c.lostp.any() && (!c.slots.any() || !c.room.any())) return;
+  if (!c.send.paths_with_lost.any() && (!c.send.new_data_slots.any() || !c.send.paths_with_room.any())) return;
   // [R-PLC-9], [R-REL-5]: an RNR wait that ended during a long batch of frames (whose timers fire
   // after it, see progress()) makes its PSN lost before the path takes a new segment. With
   // timestamped frames the timers have fired by now and nothing is found (the model's order).
-  if (!c.pdl_min_valid || c.pdl_min <= now_) {
-    for (uint32_t p = c.room.next(0); p != kNone; p = c.room.next(p + 1)) {
+  if (!c.send.path_due_min_valid || c.send.path_due_min <= now_) {
+    for (uint32_t p = c.send.paths_with_room.next(0); p != kNone; p = c.send.paths_with_room.next(p + 1)) {
       PathTx& t = c.tx[p];
-      if (c.pdl[p] > now_ || t.block == kNone || blocks_[t.block].n_rnr == 0) continue;
+      if (c.send.path_due[p] > now_ || t.block == kNone || blocks_[t.block].n_rnr == 0) continue;
       expire_rnr_waits(blocks_[t.block], t);
       update_room(c, uint16_t(p));
       path_changed(c, uint16_t(p));
@@ -360,28 +361,29 @@ void Engine::transmit(Conn& c) noexcept {
   refresh_credit(c, now_);
   // 1. [R-REL-5] retransmissions (and VOIDs) first, per path in PSN order, held by the window only
   //    [R-CC-3], [R-CC-10]; they consume credit.
-  for (uint32_t p = c.lostp.next(0); p != kNone; p = c.lostp.next(p + 1)) {
+  for (uint32_t p = c.send.paths_with_lost.next(0); p != kNone; p = c.send.paths_with_lost.next(p + 1)) {
     PathTx& t = c.tx[p];
     Block& b = blocks_[t.block];
     for (unsigned j = b.lost.next_set(0); j < 256; j = b.lost.next_set(j + 1)) {
       if (b.n_inflight >= t.cwnd) break;
       send_record(c, uint16_t(p), j, true);
       const Rec& o = b.rec[(t.suna + j) & 255];
-      if (rate_limited(c, now_)) c.credit -= int64_t(8) * (o.is_void ? 0 : seg_len(msgs_[o.msg], o.seg, c.max_payload));
+      if (rate_limited(c, now_))
+        c.rate.credit -= int64_t(8) * (o.is_void ? 0 : seg_len(msgs_[o.msg], o.seg, c.max_payload));
     }
     update_room(c, uint16_t(p));
     path_changed(c, uint16_t(p));
   }
   // 2. New segments: streams in round robin [R-CC-9], paths in round robin [R-PATH-8], while the
   //    connection's credit allows [R-CC-7], [R-CC-8]; as long as any path has room [R-CC-11].
-  if (c.state == ConnState::Closing && c.abort) return;
+  if (c.state == ConnState::Closing && c.closing.abort) return;
   const uint32_t nslots = uint32_t(c.streams) + 1;
   const bool limited = rate_limited(c, now_);  // [R-CC-7]: unlimited, only the windows hold new data
-  while (!limited || c.credit >= 0) {
-    const uint32_t slot = c.slots.next_cyclic(c.rr_slot);
+  while (!limited || c.rate.credit >= 0) {
+    const uint32_t slot = c.send.new_data_slots.next_cyclic(c.send.next_slot);
     if (slot == kNone) break;
-    const uint32_t start = c.any_new_segment ? (uint32_t(c.last_path) + 1) % c.paths : 0;
-    const uint32_t p = c.room.next_cyclic(start);
+    const uint32_t start = c.send.any_new_segment ? (uint32_t(c.send.last_path) + 1) % c.paths : 0;
+    const uint32_t p = c.send.paths_with_room.next_cyclic(start);
     if (p == kNone) break;
     PathTx& t = c.tx[p];
     if (t.block == kNone) {
@@ -396,12 +398,12 @@ void Engine::transmit(Conn& c) noexcept {
       nb.inflight.reset();
       nb.retx.reset();
       nb.rnr.reset();
-      nb.txo_head = nb.txo_tail = kNil16;
+      nb.tx_order_head = nb.tx_order_tail = kNil16;
       nb.n_inflight = nb.n_lost = nb.n_rnr = 0;
     }
     // Take the slot's next segment.
     const bool response = slot == c.streams;  // Read responses, as one more stream [R-CC-9]
-    const uint32_t mi = response ? next_response(c) : c.ss[slot].cursor;
+    const uint32_t mi = response ? next_response(c) : c.send_streams[slot].cursor;
     Msg& m = msgs_[mi];
     const uint32_t seg = m.next_segment++;
     ++m.refs;  // the new record's reference, taken before the message can be retired
@@ -409,9 +411,9 @@ void Engine::transmit(Conn& c) noexcept {
       response_segment_taken(c, mi);
     else if (m.next_segment >= m.total_segments)
       advance_cursor(c, uint16_t(slot));
-    c.rr_slot = (slot + 1) % nslots;
-    c.last_path = uint16_t(p);
-    c.any_new_segment = true;
+    c.send.next_slot = (slot + 1) % nslots;
+    c.send.last_path = uint16_t(p);
+    c.send.any_new_segment = true;
     // A new record at SNXT [R-PSN-2].
     Block& b = blocks_[t.block];
     const uint32_t j = t.n_out;
@@ -426,9 +428,9 @@ void Engine::transmit(Conn& c) noexcept {
     b.retx.clear(j);
     ++t.n_out;
     ++t.snxt;
-    ++c.unacked_recs;
+    ++c.send.unacked_recs;
     send_record(c, uint16_t(p), j, false);
-    if (limited) c.credit -= int64_t(8) * seg_len(msgs_[mi], seg, c.max_payload);
+    if (limited) c.rate.credit -= int64_t(8) * seg_len(msgs_[mi], seg, c.max_payload);
     update_room(c, uint16_t(p));
     path_changed(c, uint16_t(p));
   }
@@ -447,7 +449,7 @@ Result Engine::post(WcOpcode op, uint32_t conn, uint16_t stream, uint64_t wr_id,
     if (mi == kNone) return Result::NoResources;
     Conn& c = *cp;
     Msg& m = msgs_[mi];
-    SendStream& st = c.ss[stream];
+    SendStream& st = c.send_streams[stream];
     m.op = op;
     m.wr_id = wr_id;
     m.stream = stream;
@@ -465,9 +467,9 @@ Result Engine::post(WcOpcode op, uint32_t conn, uint16_t stream, uint64_t wr_id,
     append_msg(st.head, st.tail, mi);
     if (st.cursor == kNone) {
       st.cursor = mi;
-      c.slots.put(stream, true);
+      c.send.new_data_slots.put(stream, true);
     }
-    ++c.open_wrs;
+    ++c.send.open_wrs;
     touch(c);
     return Result::Ok;
   });
@@ -476,7 +478,7 @@ Result Engine::post(WcOpcode op, uint32_t conn, uint16_t stream, uint64_t wr_id,
 // ---- completions at the sender [R-CMP-1] ----------------------------------------------------------
 
 void Engine::complete_sends(Conn& c, uint16_t stream) noexcept {
-  SendStream& s = c.ss[stream];
+  SendStream& s = c.send_streams[stream];
   while (s.head != kNone && msgs_[s.head].done()) {
     const uint32_t mi = s.head;
     const Msg& m = msgs_[mi];
@@ -491,7 +493,7 @@ void Engine::complete_sends(Conn& c, uint16_t stream) noexcept {
     s.head = m.next;
     if (s.head == kNone) s.tail = kNone;
     if (s.read_hint == mi) s.read_hint = kNone;
-    --c.open_wrs;
+    --c.send.open_wrs;
     retire_msg(mi);
   }
 }
@@ -512,7 +514,7 @@ void Engine::fail_work_request(Conn& c, uint32_t mi, Status status) noexcept {
       if (o.msg == mi && o.state != RecState::Acked) o.is_void = 1;
     }
   }
-  if (c.ss[m.stream].cursor == mi) advance_cursor(c, m.stream);
+  if (c.send_streams[m.stream].cursor == mi) advance_cursor(c, m.stream);
   complete_sends(c, m.stream);
 }
 
@@ -520,11 +522,11 @@ void Engine::fail_work_request(Conn& c, uint32_t mi, Status status) noexcept {
 
 void Engine::on_ack(Conn& c, uint16_t p, const View& v) noexcept {
   PathTx& t = c.tx[p];
-  refresh_credit(c, last_pump_);  // the model refreshed it at its last pump, before this ceiling
-  c.ceiling = v.rate_hint();      // [R-CC-6]
-  c.hint_time = now_;
+  refresh_credit(c, last_transmit_);  // the model refreshed it at its last pass, before this ceiling
+  c.rate.ceiling = v.rate_hint();      // [R-CC-6]
+  c.rate.hint_time = now_;
   const uint32_t cpsn = v.cpsn(), ts_echo = v.ts_echo();
-  if (c.keepalive_outstanding && ts_echo == c.keepalive_ts) c.keepalive_outstanding = false;
+  if (c.alive.keepalive_outstanding && ts_echo == c.alive.keepalive_ts) c.alive.keepalive_outstanding = false;
 
   // [R-ACK-9]: an older ACK never moves state backwards; its set bits are still true.
   if (!t.have_cpsn || serial_lt(t.highest_cpsn, cpsn)) {
@@ -565,13 +567,13 @@ void Engine::on_ack(Conn& c, uint16_t p, const View& v) noexcept {
       set_rec_state(b, t, j, RecState::Acked);
       o.rnr_count = 0;
       ++newly;
-      --c.unacked_recs;
+      --c.send.unacked_recs;
       if (o.is_void) continue;
       Msg& m = msgs_[o.msg];
       if ((m.flags & (kResponse | kRetired | kFailed)) || m.op == WcOpcode::Read) continue;
       if (++m.segments_acked == m.total_segments) {
         m.flags |= kDelivered;  // [R-REL-10]
-        SendStream& st = c.ss[m.stream];
+        SendStream& st = c.send_streams[m.stream];
         if (!st.touched) {
           st.touched = true;
           stream_touched_[n_stream_touched_++] = m.stream;
@@ -582,7 +584,7 @@ void Engine::on_ack(Conn& c, uint16_t p, const View& v) noexcept {
   const bool answered_probe = t.probe_outstanding && ts_echo == t.probe_ts;
   if (answered_probe) {
     t.probe_outstanding = false;
-    --c.probes_out;
+    --c.send.probes_out;
   }
   // [R-RTO-1] an RTT sample from the timestamp echo
   if (newly > 0 || answered_probe) {
@@ -641,7 +643,7 @@ void Engine::on_ack(Conn& c, uint16_t p, const View& v) noexcept {
     const LossCause found_by = answered_probe ? LossCause::Probe : LossCause::Gap;
     if (b.n_inflight) {
       // L2: the in-flight records sent before the echoed transmission, oldest first.
-      uint16_t r = b.txo_head;
+      uint16_t r = b.tx_order_head;
       while (r != kNil16) {
         const Rec& o = b.rec[r];
         if (!serial_lt(static_cast<uint32_t>(o.last_tx), ts_echo)) break;
@@ -675,7 +677,7 @@ void Engine::on_ack(Conn& c, uint16_t p, const View& v) noexcept {
   // Completions, streams in ascending order (the model walks every stream; only these can complete).
   if (n_stream_touched_ > 1) std::sort(stream_touched_, stream_touched_ + n_stream_touched_);
   for (uint32_t i = 0; i < n_stream_touched_; ++i) {
-    c.ss[stream_touched_[i]].touched = false;
+    c.send_streams[stream_touched_[i]].touched = false;
     complete_sends(c, stream_touched_[i]);
   }
   update_room(c, p);
@@ -728,7 +730,7 @@ void Engine::send_probe(Conn& c, uint16_t p) noexcept {
   fast::put_probe(bth, this->bth(c, p, fast::kFlagAr));  // [R-REL-6]
   frame_end(b, 0);
   ++counters_.probes_sent;
-  if (!t.probe_outstanding) ++c.probes_out;
+  if (!t.probe_outstanding) ++c.send.probes_out;
   t.probe_outstanding = true;
   t.probe_ts = static_cast<uint32_t>(now_);
 }
@@ -780,7 +782,7 @@ void Engine::path_timers(Conn& c, uint16_t p) noexcept {
     t.probe_sent_in_period = false;
     if (t.probe_outstanding) {
       t.probe_outstanding = false;
-      --c.probes_out;
+      --c.send.probes_out;
     }
     repath(c, p);
   } else if (!t.probe_sent_in_period && probe_deadline(t) <= now_) {  // [R-REL-6]
