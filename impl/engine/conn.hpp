@@ -210,8 +210,8 @@ struct Conn {
     uint64_t credit_time = 0;
   } rate;
 
-  // the receiver's fair share of this connection [R-FS-*] (fair_share.cpp)
-  struct FairShare {
+  // the receiver's fair share of this connection [R-FS-*] (fair_share.hpp, FairShare)
+  struct Fair {
     bool active = false;
     uint64_t bits_in_interval = 0, last_data = 0;
     uint32_t demand = 0, share = 0;

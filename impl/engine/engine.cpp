@@ -1,5 +1,6 @@
-// The Engine: construction (every pool, map and queue allocated here, never on the data path) and
-// observation (connection and path views, fair shares, memory). See engine.hpp for the layout.
+// The Engine: construction (every pool, map and queue allocated here, never on the data path), memory
+// registration and the checks of a post (region_table.hpp), and observation (connection and path
+// views, fair shares, memory). See engine.hpp for the layout.
 #include "engine/engine.hpp"
 
 #include <algorithm>
@@ -21,6 +22,7 @@ Engine::Engine(const DeviceConfig& cfg, io::PacketIo& io, const io::Clock& clock
   deferred_.reset(new uint32_t[cfg.max_connections]);
   expired_.reset(new uint32_t[cfg.max_connections]);
   scratch_.reset(new uint32_t[cfg.max_connections]);
+  fair_.init(cfg, conns_, scratch_.get());
   cq_.init(cfg.cq_size);
   events_.init(cfg.event_queue_size);
   frames_.init(io, cfg.burst, counters_, output_log_);
@@ -102,14 +104,7 @@ uint16_t Engine::max_payload(uint32_t conn) const noexcept {
 }
 
 int Engine::rate_shares(uint32_t* ids, uint32_t* shares, int max) const noexcept {
-  int n = 0;
-  for (uint32_t s = fair_head_; s != kNone && n < max; s = conns_[s].fair.next) scratch_[n++] = s;
-  std::sort(scratch_.get(), scratch_.get() + n, [&](uint32_t a, uint32_t b) { return conns_[a].id < conns_[b].id; });
-  for (int i = 0; i < n; ++i) {
-    ids[i] = conns_[scratch_[i]].id;
-    shares[i] = conns_[scratch_[i]].fair.share;
-  }
-  return n;
+  return fair_.shares(ids, shares, max);
 }
 
 size_t Engine::outstanding_work(uint32_t conn) const noexcept {

@@ -1,10 +1,12 @@
 // The MRoCE protocol engine (internal). SPEC.md is the authority; the executable model in spec_model/
 // is the behavioural oracle this engine matches event for event (it is never included here: the two
 // are compared from outside). Layout of the code, one job per file (README.md has the details):
-//   engine.hpp/.cpp       the Engine: its state, construction, observation (path_info, memory, ...)
+//   engine.hpp/.cpp       the Engine: its state, construction, memory registration and the post
+//                         checks, observation (path_info, memory usage, ...)
 //   event_loop.cpp        events and the step machinery: timers, touched connections, progress()
 //   conn_table.hpp/.cpp   ConnTable: connection slots, ID maps, peers, recycling of dead slots
-//   handshake.cpp         CONNECT / ACCEPT / REJECT, connect retries, per-connection state at setup
+//   handshake.cpp         CONNECT / ACCEPT / REJECT, connect retries, per-connection state at setup,
+//                         slot allocation and recycling
 //   liveness.cpp          keep-alive, peer failure, close / DISCONNECT, teardown
 //   tx_frames.hpp/.cpp    TxFrames: building frames on a route and batching them for the port
 //   region_table.hpp/.cpp RegionTable: registered memory, its keys, buffer lookups
@@ -12,7 +14,7 @@
 //                         RTO/probes, re-pathing, congestion control, credit
 //   receiver.cpp          receive window, content checks, placement, ACK/NAK generation, receives
 //   read_responder.cpp    Read responses: accepted READ_REQs queued and sent as one more stream
-//   fair_share.cpp        the receiver's rate hints
+//   fair_share.hpp/.cpp   FairShare: the receiver's rate hints
 //   queues.hpp            the completion and event rings, the output-order test log
 //   conn.hpp              the per-connection state (Conn) and the work it carries
 //   device.cpp            the public Device (mroce.hpp), forwarding to the Engine
@@ -40,6 +42,7 @@
 #include "core/timer_wheel.hpp"
 #include "engine/conn.hpp"
 #include "engine/conn_table.hpp"
+#include "engine/fair_share.hpp"
 #include "engine/queues.hpp"
 #include "engine/region_table.hpp"
 #include "engine/tx_frames.hpp"
@@ -242,12 +245,6 @@ class Engine {
   void cancel_rsn(Conn& c, uint16_t stream, uint32_t rsn) noexcept;
   Recv* find_recv(Conn& c, uint16_t stream, uint32_t rsn, bool* completed_ok) noexcept;
 
-  // ---- fair share (fair_share.cpp) ----
-  void fair_share_update() noexcept;
-  void fair_share_on_data(Conn& c, uint32_t payload_len) noexcept;
-  void fair_share_waterfill() noexcept;
-  void fair_share_remove(Conn& c) noexcept;
-
   // ---- state ----
   DeviceConfig cfg_;
   io::PacketIo& io_;
@@ -270,11 +267,9 @@ class Engine {
   std::unique_ptr<uint32_t[]> deferred_;  // passed inside a receive burst, timers not yet re-armed
   uint32_t n_deferred_ = 0;
   std::unique_ptr<uint32_t[]> expired_;
-  std::unique_ptr<uint32_t[]> scratch_;  // fair-share sort, connection listing
+  std::unique_ptr<uint32_t[]> scratch_;  // fair-share sort and listing, connection listing
 
-  uint32_t fair_head_ = kNone;
-  uint32_t fair_count_ = 0;
-  uint64_t fair_next_update_ = 0;
+  FairShare fair_;
 
   Ring<WorkCompletion> cq_;
   Ring<ConnEvent> events_;

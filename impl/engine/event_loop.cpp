@@ -15,7 +15,7 @@ namespace mroce::engine {
 
 uint64_t Engine::due_by(uint64_t t) noexcept {
   uint64_t d = wheel_.first_due(t);
-  if (fair_next_update_ != 0 && fair_next_update_ <= t && fair_next_update_ < d) d = fair_next_update_;
+  if (fair_.due(t) && fair_.next_update() < d) d = fair_.next_update();
   return d;
 }
 
@@ -55,7 +55,7 @@ void Engine::end_event() noexcept {
 }
 
 void Engine::fire_due() noexcept {
-  if (fair_next_update_ != 0 && fair_next_update_ <= now_) fair_share_update();  // [R-FS-1]
+  if (fair_.due(now_)) fair_.update(now_);  // [R-FS-1]
   const uint32_t n = wheel_.expire(now_, expired_.get());
   uint32_t* e = expired_.get();
   if (n > 1) std::sort(e, e + n, [&](uint32_t a, uint32_t b) { return conns_[a].id < conns_[b].id; });
@@ -282,7 +282,7 @@ int Engine::progress() noexcept {
 
 std::optional<Time> Engine::next_deadline() const noexcept {
   uint64_t d = wheel_.min();
-  if (fair_next_update_ != 0 && fair_next_update_ < d) d = fair_next_update_;
+  if (fair_.next_update() != 0 && fair_.next_update() < d) d = fair_.next_update();
   if (d == kNever) return std::nullopt;
   return d;
 }

@@ -31,7 +31,7 @@ constexpr size_t align8(size_t n) { return (n + 7) & ~size_t{7}; }
 bool Engine::recycle_dead() noexcept {
   const uint32_t s = conns_.pop_dead();
   if (s == kNone) return false;
-  fair_share_remove(conns_[s]);
+  fair_.remove(conns_[s]);
   wheel_.disarm(s);
   conns_.free(s);
   return true;

@@ -359,7 +359,7 @@ void Engine::on_data(Conn& c, uint16_t p, const View& v) noexcept {
   r.st.accept(psn, det);
   r.ts_echo = v.timestamp();  // [R-ACK-7]
   if (ce) ++r.ce_count;       // [R-ACK-6]
-  fair_share_on_data(c, is_void ? 0 : plen);  // [R-FS-2], [R-FS-3]
+  fair_.on_data(c, is_void ? 0 : plen, now_);  // [R-FS-2], [R-FS-3]
   if (!is_void && op != fast::Opcode::Write && op != fast::Opcode::ReadReq) {
     if (op == fast::Opcode::ReadResp)
       complete_sends(c, stream);
