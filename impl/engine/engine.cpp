@@ -4,6 +4,7 @@
 #include "mroce/testing.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <new>
 
 namespace mroce::engine {
@@ -77,9 +78,9 @@ constexpr size_t align8(size_t n) { return (n + 7) & ~size_t{7}; }
 // ---- construction ---------------------------------------------------------------------------------
 
 Engine::Engine(const DeviceConfig& cfg, io::PacketIo& io, const io::Clock& clock)
-    : cfg_(cfg), io_(io), clock_(clock) {
+    : cfg_(cfg), io_(io), clock_(clock), secrets_(cfg.random_seed) {
   const auto& o = cfg.offer;
-  if (cfg.max_connections == 0 || cfg.burst == 0 || o.paths < 1 || o.paths > 256 || o.streams < 1 ||
+  if (!secrets_.ok() || cfg.max_connections == 0 || cfg.burst == 0 || o.paths < 1 || o.paths > 256 || o.streams < 1 ||
       o.max_payload < 256 || o.max_payload > 8192 || o.max_payload % 64 || o.window_cap < 1 || o.window_cap > 256)
     return;
   regions_.reserve(cfg.max_regions);
@@ -107,7 +108,7 @@ Engine::Engine(const DeviceConfig& cfg, io::PacketIo& io, const io::Clock& clock
   scratch_storage_.reset(new uint8_t[io::kBufSize]);
   scratch_buf_.data = scratch_storage_.get();
   scratch_buf_.cap = io::kBufSize;
-  next_conn_id_ = std::max<uint32_t>(1, cfg.first_conn_id);
+  next_conn_id_ = std::max<uint32_t>(1, cfg.first_conn_id.value_or(1));
   listening_ = cfg.listening;
   now_ = clock.now_us();
   last_pump_ = now_;
@@ -362,6 +363,13 @@ void Engine::send_control(Conn& c, fast::Opcode op, uint8_t reason) noexcept {
 
 // ---- incoming frames ------------------------------------------------------------------------------
 
+// [R-SEC-10]: the IP version and source address a connection's packets must carry. Not the MAC: in a
+// routed fabric it is the last hop's.
+static bool from_peer(const Address& peer, const View& v) noexcept {
+  if (v.ipv6() != peer.ipv6) return false;
+  return std::memcmp(v.ip_src(), peer.ip.data(), peer.ipv6 ? 16 : 4) == 0;
+}
+
 void Engine::on_frame(const uint8_t* frame, uint32_t len) noexcept {
   ++counters_.rx_frames;
   View v;
@@ -381,6 +389,10 @@ void Engine::on_frame(const uint8_t* frame, uint32_t len) noexcept {
     return;
   }
   Conn& c = *cp;
+  if (!from_peer(peers_[c.peer].addr, v)) {  // [R-SEC-10]
+    ++counters_.foreign_source;
+    return;
+  }
   touch(c);
   if (c.state == ConnState::Closed) {
     if (op == fast::Opcode::Disconnect)  // the peer missed our DISCONNECT_ACK
@@ -395,6 +407,11 @@ void Engine::on_frame(const uint8_t* frame, uint32_t len) noexcept {
   }
   if (c.state == ConnState::Connecting) {
     if (op == fast::Opcode::Accept) {
+      if (v.path_count() > c.offer.paths || v.stream_count() > c.offer.streams ||
+          v.max_payload() > c.offer.max_payload || v.window_cap() > c.offer.window_cap) {
+        ++counters_.bad_accepts;  // [R-CONN-3]: above our offer; keep waiting for a valid one
+        return;
+      }
       c.peer_id = v.scid();
       c.peer_isn = v.isn();
       c.paths = v.path_count();
@@ -531,15 +548,25 @@ uint32_t Engine::alloc_conn(const Address& peer, bool initiator) noexcept {
   ++peers_[pi].refs;
   Conn& c = conns_[s];
   c.in_use = true;
-  c.id = next_conn_id_++;
+  c.id = new_conn_id();
   c.peer = pi;
   c.initiator = initiator;
-  c.local_isn = cfg_.isn;
+  c.local_isn = cfg_.isn ? *cfg_.isn : secrets_.next32(Secrets::Purpose::Isn);  // [R-CONN-2]
   c.last_rx = now_;
   c.last_keepalive = now_;
   c.credit_time = now_;
   id_map_.insert(c.id, s);
   return s;
+}
+
+// A fresh SCID [R-CONN-2]: unpredictable, non-zero [R-HDR-26], and naming no connection of this end
+// (closed ones included, until their slot is recycled).
+uint32_t Engine::new_conn_id() noexcept {
+  if (cfg_.first_conn_id) return next_conn_id_++;
+  for (;;) {
+    const uint32_t id = secrets_.next32(Secrets::Purpose::ConnId);
+    if (id != 0 && id_map_.find(id) == kNone) return id;
+  }
 }
 
 // Sizes the per-path and per-stream state once the parameters are negotiated [R-CONN-3], [R-CONN-5]:

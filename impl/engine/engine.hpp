@@ -31,6 +31,7 @@
 #include "core/sentinel.hpp"
 #include "core/serial.hpp"
 #include "core/timer_wheel.hpp"
+#include "engine/secrets.hpp"
 #include "io/packet_io.hpp"
 #include "mroce/mroce.hpp"
 
@@ -311,6 +312,7 @@ class Engine {
   const Conn* find_conn(uint32_t id) const noexcept;
   uint32_t conn_slot(const Conn& c) const noexcept { return uint32_t(&c - &conns_[0]); }
   uint32_t alloc_conn(const Address& peer, bool initiator) noexcept;
+  uint32_t new_conn_id() noexcept;
   bool setup_paths(Conn& c) noexcept;
   void on_connect(const View& v) noexcept;
   void fail_connection(Conn& c, Status wr_status) noexcept;
@@ -413,7 +415,8 @@ class Engine {
   HashMap resp_map_;  // (peer, peer's SCID) -> slot, responder connections [R-CONN-4]
   HashMap peer_map_;  // address hash -> peer
   TimerWheel wheel_;
-  uint32_t next_conn_id_ = 1;
+  uint32_t next_conn_id_ = 1;  // with the counting-ID test option
+  Secrets secrets_;
   uint32_t dead_head_ = kNone, dead_tail_ = kNone;
 
   std::unique_ptr<uint32_t[]> dirty_;  // connection slots touched since the last pump
