@@ -9,7 +9,7 @@
 // (A or B), when the attack starts, the path, offsets, lengths and payloads. A failing case prints
 // its seed and the command that replays it.
 //
-// Cases named DISABLED_Known_* are findings of #17 that today's engine gets wrong; each says what
+// Cases named DISABLED_Known_* are findings of #17 that the engine still gets wrong; each says what
 // it expects once fixed. Run them with --gtest_also_run_disabled_tests.
 #include <gtest/gtest.h>
 
@@ -565,10 +565,10 @@ TEST_F(Hostile, ForgedDisconnectFromThePeerAddressGivesErrorsNeverSuccessWithout
 
 // ---- known open findings of #17 (enable when the engine fixes land) -----------------------------------
 
-// Once fixed: an ACK whose CPSN or any SACK bit names a PSN at or beyond SNXT is dropped, counted and
-// acts on nothing. Today it acknowledges every outstanding PSN: with the real data dropped by the
-// attacker, the Write completes Success while the peer holds none of its bytes.
-TEST_F(Hostile, DISABLED_Known_AckBeyondSnxtIsDroppedAndActsOnNothing) {
+// [R-ACK-10]: an ACK whose CPSN names a PSN at or beyond SNXT is dropped, counted and acts on nothing.
+// Before the rule it acknowledged every outstanding PSN: with the real data dropped by the attacker,
+// the Write completed Success while the peer held none of its bytes.
+TEST_F(Hostile, R_ACK_10_AckBeyondSnxtIsDroppedAndActsOnNothing) {
   start(-1, 0);
   const int victim = w().victim;
   // The attacker drops the first transmission of the victim's Write #3 (12 000 bytes).
@@ -584,8 +584,10 @@ TEST_F(Hostile, DISABLED_Known_AckBeyondSnxtIsDroppedAndActsOnNothing) {
     f.path_id = p;
     f.cpsn = before.snxt + 8;
     f.ts_echo = uint32_t(w().pair.now());
+    const uint64_t invalid = vc().invalid_acks;
     inject_now(f);
     EXPECT_EQ(w().info(victim, p).suna, before.suna) << "path " << p;
+    EXPECT_EQ(vc().invalid_acks, invalid + 1) << "path " << p;
   }
   w().finish();
   const World::Wr& write3 = w().wr(victim, 3);
@@ -597,21 +599,25 @@ TEST_F(Hostile, DISABLED_Known_AckBeyondSnxtIsDroppedAndActsOnNothing) {
   EXPECT_TRUE(fi.ok()) << fi.text();
 }
 
-// Once fixed: a DISCONNECT from a source IP/MAC other than the connection's peer is dropped and
-// counted; the connection stays up and the transfer completes. Today it closes the connection.
-TEST_F(Hostile, DISABLED_Known_ForgedDisconnectFromAForeignAddressIsIgnored) {
+// [R-SEC-10]: a DISCONNECT from a source IP other than the connection's peer is dropped and counted;
+// the connection stays up and the transfer completes. Before the rule it closed the connection.
+TEST_F(Hostile, R_SEC_10_ForgedDisconnectFromAForeignAddressIsIgnored) {
   start();
   fast::Fields f = w().fields(Opcode::Disconnect);
   f.ipv4_src = 0x0A000063;
   f.eth_src = {0x02, 0, 0, 0, 0, 0x63};
+  const uint64_t foreign = vc().foreign_source;
   inject_now(f);
+  EXPECT_EQ(vc().foreign_source, foreign + 1);
   EXPECT_EQ(w().vdev().connection_state(w().vconn()), ConnState::Established);
   expect_legit_success();
 }
 
-// Once fixed: data from a source IP/MAC or IP version other than the connection's peer is dropped
-// and counted, and nothing is placed. Today a valid key is enough.
-TEST_F(Hostile, DISABLED_Known_DataFromAForeignAddressOrIpVersionIsDropped) {
+// [R-SEC-10]: data from a source IP or IP version other than the connection's peer is dropped and
+// counted, and nothing is placed (before the rule a valid key was enough). The source MAC is not
+// checked (in a routed fabric it is the last hop's, A-31): variant 1 changes only the MAC and is
+// placed like the peer's own.
+TEST_F(Hostile, R_SEC_10_DataFromAForeignAddressOrIpVersionIsDropped) {
   start();
   for (int variant = 0; variant < 3; ++variant) {
     fast::Fields f = write(kRw, iova(kRw) + 26000 + uint64_t(variant) * 1000, 256, 256);
@@ -622,9 +628,15 @@ TEST_F(Hostile, DISABLED_Known_DataFromAForeignAddressOrIpVersionIsDropped) {
       f.ipv6_src = {0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2};
       f.ipv6_dst = {0xfe, 0x80, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
     }
-    const uint64_t placed = vc().placed_bytes;
+    const uint64_t placed = vc().placed_bytes, foreign = vc().foreign_source;
     inject_now(f, 256);
-    EXPECT_EQ(vc().placed_bytes, placed) << "variant " << variant;
+    if (variant == 1) {
+      EXPECT_EQ(vc().placed_bytes, placed + 256) << "a MAC-only change is the peer's own frame";
+      EXPECT_EQ(vc().foreign_source, foreign);
+    } else {
+      EXPECT_EQ(vc().placed_bytes, placed) << "variant " << variant;
+      EXPECT_EQ(vc().foreign_source, foreign + 1) << "variant " << variant;
+    }
   }
   expect_legit_success();
 }
@@ -650,30 +662,32 @@ void handshake_with_forged_accept(std::unique_ptr<World>& wp, const std::functio
   w.conn[1] = w.pair.conn[1];
 }
 
-// Once fixed: an ACCEPT counts only from the address the CONNECT went to. Today a forged ACCEPT from
-// another host that arrives first takes the connection over and the real ACCEPT is ignored.
-TEST_F(Hostile, DISABLED_Known_ForgedAcceptFromAForeignAddressIsIgnored) {
+// [R-SEC-10]: an ACCEPT counts only from the address the CONNECT went to. Before the rule a forged
+// ACCEPT from another host that arrived first took the connection over and the real one was ignored.
+TEST_F(Hostile, R_SEC_10_ForgedAcceptFromAForeignAddressIsIgnored) {
   handshake_with_forged_accept(w_, [](fast::Fields& f) {
     f.ipv4_src = 0x0A000063;
     f.eth_src = {0x02, 0, 0, 0, 0, 0x63};
     f.path_count = 2;
   });
   ASSERT_NE(w().conn[0], 0u);
+  EXPECT_EQ(w().dev(0).counters().foreign_source, 1u);
   EXPECT_EQ(w().dev(0).path_count(w().conn[0]), w().dev(1).path_count(w().conn[1]));
   ASSERT_EQ(w().post_traffic(), "");
   expect_legit_success();
 }
 
-// Once fixed ([R-CONN-3]): an ACCEPT with values above the initiator's own offer (4 paths, 4 streams,
-// 4096 B) is dropped and counted (or REJECTed); the real ACCEPT then sets the connection up within
-// both offers. Today the forged values are taken (256 paths, 65 535 streams, 8192 B).
-TEST_F(Hostile, DISABLED_Known_AcceptAboveTheOfferIsDropped) {
+// [R-CONN-3]: an ACCEPT with values above the initiator's own offer (4 paths, 4 streams, 4096 B) is
+// dropped and counted; the real ACCEPT then sets the connection up within both offers. Before the
+// check the forged values were taken (256 paths, 65 535 streams, 8192 B).
+TEST_F(Hostile, R_CONN_3_AcceptAboveTheOfferIsDropped) {
   handshake_with_forged_accept(w_, [](fast::Fields& f) {
     f.path_count = 256;
     f.stream_count = 65535;
     f.max_payload = 8192;
   });
   ASSERT_NE(w().conn[0], 0u);
+  EXPECT_EQ(w().dev(0).counters().bad_accepts, 1u);
   const ConnParams offer = w().dev(0).config().offer;
   EXPECT_LE(w().dev(0).path_count(w().conn[0]), offer.paths);
   EXPECT_LE(w().dev(0).stream_count(w().conn[0]), offer.streams);

@@ -28,10 +28,9 @@
 //   * a forged data packet at a (path, PSN) that a legitimate segment of the peer also uses may
 //     pre-empt it (the legitimate copy is then a duplicate, [R-REL-8]): the peer's work request may
 //     complete Success without its bytes. That is the on-path attacker of [R-SEC-8];
-//   * an ACK or NAK naming a PSN at or beyond the victim's SNXT: today this is acted on (#17); until
-//     the fix lands (kAckValidationLanded, or MROCE_HOSTILE_ACK_VALIDATION=1), the victim's own
-//     Sends/Writes may complete Success without the peer holding their bytes. Everything else is
-//     still checked.
+//   * an ACK or NAK naming a PSN at or beyond the victim's SNXT acts on nothing ([R-ACK-10]), so it
+//     excuses nothing: the victim's Sends/Writes complete Success only when the peer holds their
+//     bytes. (kAckValidationChecked = false turns this check off, to see an engine without the rule.)
 #pragma once
 
 #include <algorithm>
@@ -54,15 +53,13 @@
 
 namespace mroce::hostile {
 
-// ENABLE WHEN #17's ACK VALIDATION LANDS: an ACK/NAK naming a PSN at or beyond SNXT must then be
-// dropped and act on nothing, and the victim's Sends/Writes may complete Success only when the peer
-// really holds their bytes, whatever the attacker acknowledged. Until then the environment variable
-// MROCE_HOSTILE_ACK_VALIDATION=1 turns the check on (and shows the bug).
-inline constexpr bool kAckValidationLanded = false;
+// [R-ACK-10]: an ACK/NAK naming a PSN at or beyond SNXT is dropped and acts on nothing, so the
+// victim's Sends/Writes may complete Success only when the peer really holds their bytes, whatever
+// the attacker acknowledged. MROCE_HOSTILE_ACK_VALIDATION=0 excuses such completions (to study an
+// engine without the rule).
 inline bool ack_validation_checked() {
-  if (kAckValidationLanded) return true;
   const char* e = std::getenv("MROCE_HOSTILE_ACK_VALIDATION");
-  return e && e[0] == '1';
+  return !(e && e[0] == '0');
 }
 
 enum Reg : int { kRw, kRo, kLw, kSrc, kDead, kTop, kRegions };
