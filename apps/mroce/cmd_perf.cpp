@@ -408,12 +408,11 @@ json finish_timeline(Timeline& tl, uint64_t now_us, const Device& d, uint32_t co
     return {{"file", tl.path()}, {"rows", tl.rows()}};
 }
 
-DeviceConfig device_config(const dpdk::PlaneAddr& a, const Common& c, uint32_t first_conn) {
+DeviceConfig device_config(const dpdk::PlaneAddr& a, const Common& c) {
     DeviceConfig cfg;
     cfg.self.mac = a.mac.b;
     cfg.self.ipv6 = a.ip.v6;
     std::memcpy(cfg.self.ip.data(), a.ip.b.data(), a.ip.v6 ? 16 : 4);
-    cfg.first_conn_id = first_conn;
     cfg.offer.paths = c.paths;
     cfg.offer.streams = c.streams;
     cfg.offer.max_payload = c.max_payload;
@@ -472,7 +471,11 @@ json limit_stats(const Counters& k) {
             {"window_block_waits", k.window_block_waits},
             {"cq_overflow", k.cq_overflow},
             {"out_of_window", k.out_of_window},
-            {"unknown_dcid", k.unknown_dcid}};
+            {"unknown_dcid", k.unknown_dcid},
+            {"invalid_acks", k.invalid_acks},
+            {"sack_beyond_snxt", k.sack_beyond_snxt},
+            {"foreign_source", k.foreign_source},
+            {"bad_accepts", k.bad_accepts}};
 }
 
 json summary(const Common& c, uint64_t msgs, uint64_t bytes, double secs, const Device& sender, uint32_t conn) {
@@ -542,8 +545,8 @@ json run_loopback(const LoopbackParams& p, Timeline* timeline = nullptr) {
     dpdk::DpdkClock clock;
     auto table = make_table();
     Result err = Result::Ok;
-    auto a = Device::open(device_config(ctx.addr(0), c, 1), port_a, clock, &err);
-    auto b = Device::open(device_config(ctx.addr(1), c, 1000), port_b, clock, &err);
+    auto a = Device::open(device_config(ctx.addr(0), c), port_a, clock, &err);
+    auto b = Device::open(device_config(ctx.addr(1), c), port_b, clock, &err);
     if (!a || !b) throw std::runtime_error(std::string("Device::open: ") + result_name(err));
     ServerSide server(*b, c, table.get());
     ClientSide client(*a, c, table.get(), clock);
@@ -672,7 +675,7 @@ json run_net(bool is_server, const NetParams& np, dpdk::IoOptions o, bool progre
     dpdk::DpdkClock clock;
     auto table = make_table();
     Result err = Result::Ok;
-    auto d = Device::open(device_config(ctx.addr(0), c, is_server ? 1000 : 1), port, clock, &err);
+    auto d = Device::open(device_config(ctx.addr(0), c), port, clock, &err);
     if (!d) throw std::runtime_error(std::string("Device::open: ") + result_name(err));
     auto spin = [&] {
         d->progress();

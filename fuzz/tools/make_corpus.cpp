@@ -24,6 +24,7 @@
 
 #include "codec/fast_codec.hpp"
 #include "codec/ref_codec.hpp"
+#include "engine_rx_seeds.hpp"
 #include "ref_test_util.hpp"
 
 namespace {
@@ -294,6 +295,7 @@ int main(int argc, char** argv) {
   }
   make_frame_seeds();
   make_ack_seeds();
+  for (auto& [name, bytes] : mroce::fuzzing::engine_rx::seeds()) g_seeds.push_back({"engine_rx", name, bytes});
   if (g_errors) return 1;
 
   if (a1 == "--list") {

@@ -52,7 +52,7 @@ void ConnTable::init(const DeviceConfig& cfg) {
   id_map_.init(cfg.max_connections);
   resp_map_.init(cfg.max_connections);
   peer_map_.init(cfg.max_peers);
-  next_conn_id_ = std::max<uint32_t>(1, cfg.first_conn_id);
+  next_conn_id_ = std::max<uint32_t>(1, cfg.first_conn_id.value_or(1));
 }
 
 uint64_t ConnTable::bytes() const noexcept {
@@ -92,7 +92,17 @@ void ConnTable::release_peer(uint32_t i) noexcept {
   peers_.release(i);
 }
 
-bool ConnTable::open(uint32_t s, const Address& peer, bool initiator) noexcept {
+// A fresh SCID [R-CONN-2]: unpredictable, non-zero [R-HDR-26], and naming no connection of this end
+// (closed ones included, until their slot is recycled).
+uint32_t ConnTable::new_id(Secrets& secrets) noexcept {
+  if (cfg_.first_conn_id) return next_conn_id_++;
+  for (;;) {
+    const uint32_t id = secrets.next32(Secrets::Purpose::ConnId);
+    if (id != 0 && id_map_.find(id) == kNone) return id;
+  }
+}
+
+bool ConnTable::open(uint32_t s, const Address& peer, bool initiator, Secrets& secrets) noexcept {
   const uint32_t pi = peer_for(peer);
   if (pi == kNone) {
     conns_.release(s);
@@ -101,7 +111,7 @@ bool ConnTable::open(uint32_t s, const Address& peer, bool initiator) noexcept {
   ++peers_[pi].refs;
   Conn& c = conns_[s];
   c.in_use = true;
-  c.id = next_conn_id_++;
+  c.id = new_id(secrets);
   c.peer = pi;
   c.initiator = initiator;
   id_map_.insert(c.id, s);
@@ -110,7 +120,7 @@ bool ConnTable::open(uint32_t s, const Address& peer, bool initiator) noexcept {
 
 void ConnTable::undo_open(uint32_t s) noexcept {
   free(s);
-  --next_conn_id_;
+  if (cfg_.first_conn_id) --next_conn_id_;
 }
 
 void ConnTable::free(uint32_t s) noexcept {

@@ -10,6 +10,7 @@
 #include "core/hash_map.hpp"
 #include "core/pool.hpp"
 #include "engine/conn.hpp"
+#include "engine/secrets.hpp"
 #include "mroce/mroce.hpp"
 
 namespace mroce::engine {
@@ -34,7 +35,8 @@ class ConnTable {
   // A free slot, or kNone (then the caller may recycle a dead connection and retry).
   uint32_t alloc_slot() noexcept { return conns_.alloc(); }
   // Gives slot s the next connection ID and its peer's entry; false (slot freed) without a peer entry.
-  bool open(uint32_t s, const Address& peer, bool initiator) noexcept;
+  // The ID is unpredictable [R-CONN-2] (from `secrets`), unless the counting test option is set.
+  bool open(uint32_t s, const Address& peer, bool initiator, Secrets& secrets) noexcept;
   // Undoes open() of a connection that never got set up (its ID is given out again).
   void undo_open(uint32_t s) noexcept;
   // Forgets the connection in slot s and frees the slot.
@@ -64,6 +66,7 @@ class ConnTable {
   uint32_t find_peer(const Address& a) const noexcept;
   uint32_t peer_for(const Address& a) noexcept;
   void release_peer(uint32_t i) noexcept;
+  uint32_t new_id(Secrets& secrets) noexcept;
 
   DeviceConfig cfg_;
   core::Pool<Conn> conns_;
@@ -71,7 +74,7 @@ class ConnTable {
   core::HashMap id_map_;    // local connection ID -> slot
   core::HashMap resp_map_;  // (peer, peer's SCID) -> slot, responder connections [R-CONN-4]
   core::HashMap peer_map_;  // address hash -> peer
-  uint32_t next_conn_id_ = 1;
+  uint32_t next_conn_id_ = 1;  // with the counting-ID test option (DeviceConfig::first_conn_id)
   uint32_t dead_head_ = kNone, dead_tail_ = kNone;
 };
 

@@ -10,8 +10,8 @@ namespace mroce::engine {
 // ---- construction ---------------------------------------------------------------------------------
 
 Engine::Engine(const DeviceConfig& cfg, io::PacketIo& io, const io::Clock& clock)
-    : cfg_(cfg), io_(io), clock_(clock) {
-  if (cfg.max_connections == 0 || cfg.burst == 0 || !valid_offer(cfg.offer)) return;
+    : cfg_(cfg), io_(io), clock_(clock), secrets_(cfg.random_seed) {
+  if (!secrets_.ok() || cfg.max_connections == 0 || cfg.burst == 0 || !valid_offer(cfg.offer)) return;
   regions_.init(cfg.max_regions);
   conns_.init(cfg);
   msgs_.init(cfg.max_work_requests);

@@ -15,6 +15,7 @@
 //   receiver.cpp          receive window, content checks, placement, ACK/NAK generation, receives
 //   read_responder.cpp    Read responses: accepted READ_REQs queued and sent as one more stream
 //   fair_share.hpp/.cpp   FairShare: the receiver's rate hints
+//   secrets.hpp/.cpp      Secrets: unpredictable ISNs and connection IDs from a per-device secret
 //   queues.hpp            the completion and event rings, the output-order test log
 //   conn.hpp              the per-connection state (Conn) and the work it carries
 //   device.cpp            the public Device (mroce.hpp), forwarding to the Engine
@@ -40,6 +41,7 @@
 #include "codec/fast_codec.hpp"
 #include "core/pool.hpp"
 #include "core/timer_wheel.hpp"
+#include "engine/secrets.hpp"
 #include "engine/conn.hpp"
 #include "engine/conn_table.hpp"
 #include "engine/fair_share.hpp"
@@ -255,6 +257,7 @@ class Engine {
   uint64_t last_transmit_ = 0;  // time of the last transmission pass (the model refreshes every credit then)
   Counters counters_;
 
+  Secrets secrets_;  // unpredictable ISNs and connection IDs [R-CONN-2]
   RegionTable regions_;
   ConnTable conns_;
   Pool<Msg> msgs_;

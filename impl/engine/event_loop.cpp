@@ -2,6 +2,7 @@
 // connections, deferred re-arming), the dispatch of incoming frames, and the calls that drive time:
 // progress() (the poll loop), advance() and input() (test hooks). See engine.hpp for the model.
 #include <algorithm>
+#include <cstring>
 
 #include "engine/engine.hpp"
 
@@ -143,6 +144,13 @@ void Engine::fire_conn(Conn& c) noexcept {
 
 // ---- incoming frames ------------------------------------------------------------------------------
 
+// [R-SEC-10]: the IP version and source address a connection's packets must carry. Not the MAC: in a
+// routed fabric it is the last hop's.
+static bool from_peer(const Address& peer, const View& v) noexcept {
+  if (v.ipv6() != peer.ipv6) return false;
+  return std::memcmp(v.ip_src(), peer.ip.data(), peer.ipv6 ? 16 : 4) == 0;
+}
+
 void Engine::on_frame(const uint8_t* frame, uint32_t len) noexcept {
   ++counters_.rx_frames;
   View v;
@@ -162,6 +170,10 @@ void Engine::on_frame(const uint8_t* frame, uint32_t len) noexcept {
     return;
   }
   Conn& c = *cp;
+  if (!from_peer(conns_.peer(c.peer).addr, v)) {  // [R-SEC-10]
+    ++counters_.foreign_source;
+    return;
+  }
   touch(c);
   if (c.state == ConnState::Closed) {
     if (op == fast::Opcode::Disconnect)  // the peer missed our DISCONNECT_ACK

@@ -40,9 +40,9 @@ bool Engine::recycle_dead() noexcept {
 uint32_t Engine::alloc_conn(const Address& peer, bool initiator) noexcept {
   uint32_t s = conns_.alloc_slot();
   if (s == kNone && recycle_dead()) s = conns_.alloc_slot();
-  if (s == kNone || !conns_.open(s, peer, initiator)) return kNone;
+  if (s == kNone || !conns_.open(s, peer, initiator, secrets_)) return kNone;
   Conn& c = conns_[s];
-  c.local_isn = cfg_.isn;
+  c.local_isn = cfg_.isn ? *cfg_.isn : secrets_.next32(Secrets::Purpose::Isn);  // [R-CONN-2]
   c.alive.last_rx = now_;
   c.alive.last_keepalive = now_;
   c.rate.credit_time = now_;
@@ -142,6 +142,12 @@ void Engine::connect_timer(Conn& c) noexcept {
 void Engine::on_connect_reply(Conn& c, const View& v) noexcept {
   const fast::Opcode op = v.opcode();
   if (op == fast::Opcode::Accept) {
+    const ConnParams& offer = c.hs.offer;
+    if (v.path_count() > offer.paths || v.stream_count() > offer.streams || v.max_payload() > offer.max_payload ||
+        v.window_cap() > offer.window_cap) {
+      ++counters_.bad_accepts;  // [R-CONN-3]: above our offer; keep waiting for a valid one
+      return;
+    }
     c.peer_id = v.scid();
     c.peer_isn = v.isn();
     c.paths = v.path_count();

@@ -522,10 +522,22 @@ void Engine::fail_work_request(Conn& c, uint32_t mi, Status status) noexcept {
 
 void Engine::on_ack(Conn& c, uint16_t p, const View& v) noexcept {
   PathTx& t = c.tx[p];
+  const uint32_t cpsn = v.cpsn(), ts_echo = v.ts_echo();
+  if (!serial_lt(cpsn, t.snxt)) {  // [R-ACK-10]: a CPSN never sent; the ACK acts on nothing
+    ++counters_.invalid_acks;
+    return;
+  }
+  SackBitmap256 sack = SackBitmap256::from_wire(v.sack_bytes());  // [R-HDR-20]
+  int hs = sack.highest_set();
+  if (hs > 0 && !serial_lt(cpsn + 1 + uint32_t(hs), t.snxt)) {  // [R-ACK-10]: bits for unsent PSNs
+    sack = sack & SackBitmap256::prefix(t.snxt - cpsn - 1);      // bit i names cpsn + 1 + i
+    hs = sack.highest_set();
+    ++counters_.sack_beyond_snxt;
+  }
+  const uint32_t highest = hs > 0 ? cpsn + 1 + uint32_t(hs) : cpsn;  // for the gap rule
   refresh_credit(c, last_transmit_);  // the model refreshed it at its last pass, before this ceiling
   c.rate.ceiling = v.rate_hint();      // [R-CC-6]
   c.rate.hint_time = now_;
-  const uint32_t cpsn = v.cpsn(), ts_echo = v.ts_echo();
   if (c.alive.keepalive_outstanding && ts_echo == c.alive.keepalive_ts) c.alive.keepalive_outstanding = false;
 
   // [R-ACK-9]: an older ACK never moves state backwards; its set bits are still true.
@@ -533,9 +545,6 @@ void Engine::on_ack(Conn& c, uint16_t p, const View& v) noexcept {
     t.highest_cpsn = cpsn;
     t.have_cpsn = true;
   }
-  const SackBitmap256 sack = SackBitmap256::from_wire(v.sack_bytes());  // [R-HDR-20]
-  const int hs = sack.highest_set();
-  const uint32_t highest = hs > 0 ? cpsn + 1 + uint32_t(hs) : cpsn;  // for the gap rule
 
   // [R-REL-3] which outstanding PSNs this ACK acknowledges (bit j: PSN suna + j).
   uint32_t newly = 0;
@@ -687,9 +696,13 @@ void Engine::on_ack(Conn& c, uint16_t p, const View& v) noexcept {
 // ---- NAK processing [R-PLC-9], [R-REL-9] ----------------------------------------------------------
 
 void Engine::on_nak(Conn& c, uint16_t p, const View& v) noexcept {
-  ++counters_.naks_received;
   PathTx& t = c.tx[p];
   const uint32_t psn = v.nak_psn();
+  if (!serial_lt(psn, t.snxt)) {  // [R-ACK-10]: a PSN never sent
+    ++counters_.invalid_acks;
+    return;
+  }
+  ++counters_.naks_received;
   const uint32_t j = psn - t.suna;
   if (!serial_le(t.suna, psn) || !serial_lt(psn, t.snxt) || j >= t.n_out || t.block == kNone) return;
   Block& b = blocks_[t.block];

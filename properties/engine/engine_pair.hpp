@@ -105,15 +105,20 @@ class EnginePair {
 
   // Registers `bytes` at iova 0x10000 on each side with every right, and connects A to B.
   void setup(uint64_t bytes = 1 << 20) {
+    register_regions(bytes);
+    uint32_t id = 0;
+    dev_[0]->connect(dev_[1]->config().self, &id);
+    run(now() + 1000, [&] { return conn[0] != 0 && conn[1] != 0; });
+  }
+
+  // The registration half of setup(), for tests that connect on their own.
+  void register_regions(uint64_t bytes = 1 << 20) {
     for (int i = 0; i < 2; ++i) {
       mem[i] = std::make_unique<uint8_t[]>(bytes);
       std::fill(mem[i].get(), mem[i].get() + bytes, 0);
       dev_[i]->reg_mr(mem[i].get(), bytes, access::kLocalWrite | access::kRemoteWrite | access::kRemoteRead, &mr[i],
                       kBase);
     }
-    uint32_t id = 0;
-    dev_[0]->connect(dev_[1]->config().self, &id);
-    run(now() + 1000, [&] { return conn[0] != 0 && conn[1] != 0; });
   }
 
   uint8_t* at(int side, uint64_t iova) { return mem[side].get() + (iova - kBase); }

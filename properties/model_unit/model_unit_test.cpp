@@ -137,6 +137,102 @@ TEST(ModelSecurity, R_CONN_9_UnknownDcidDropped_R_PATH_1_BadPathDropped) {
     EXPECT_EQ(net.sent[1].size(), sent);  // neither answered
 }
 
+// [R-ACK-10]: an ACK or NAK naming a PSN never sent acts on nothing (before it, an ACK with CPSN
+// beyond SNXT completed a Write whose data had all been lost). The engine's side of this and the
+// rules below is properties/engine/peer_trust_test.cpp.
+TEST(ModelSecurity, R_ACK_10_AnAckBeyondSnxtAcknowledgesNothing) {
+    Pair net;
+    net.setup();
+    std::vector<uint8_t> ack_frame;
+    bool drop_data = false;
+    net.filter = [&](int from, const ref::Packet& p, std::vector<uint8_t>& f) {
+        if (from == 1 && p.opcode == ref::Opcode::Ack) ack_frame = f;
+        return !(drop_data && from == 0 && data_pkt(p));
+    };
+    net.fill(0, kSrc, 65536, 7);
+    post_write(net, 1, 4096);
+    net.run(net.now() + 2000, [&] { return net.completions[0].size() == 1; });
+    ASSERT_FALSE(ack_frame.empty());
+    const ref::Packet ack = ref::decode(ack_frame).packet;
+    drop_data = true;
+    post_write(net, 2, 32768, 0, 4096);
+    net.run(net.now() + 3);
+    ref::Packet beyond = ack;
+    beyond.cpsn = ack.cpsn + 1000;
+    net.apply(0, net.a().handle(net.now(), Receive{ref::encode(beyond, {})}));
+    ref::Packet sack_beyond = ack;
+    sack_beyond.sack = {};
+    sack_beyond.sack[31] = 0x01;  // bit 255: PSN CPSN + 256, never sent
+    net.apply(0, net.a().handle(net.now(), Receive{ref::encode(sack_beyond, {})}));
+    ref::Packet nak = ack;
+    nak.opcode = ref::Opcode::Nak;
+    nak.nak_psn = ack.cpsn + 1000;
+    nak.nak_code = uint8_t(ref::NakCode::RemoteAccess);
+    nak.nak_detail = 0;
+    net.apply(0, net.a().handle(net.now(), Receive{ref::encode(nak, {})}));
+    EXPECT_EQ(net.a().counters().invalid_acks, 2u);
+    EXPECT_EQ(net.a().counters().sack_beyond_snxt, 1u);
+    EXPECT_EQ(net.a().counters().naks_received, 0u);
+    EXPECT_EQ(net.completions[0].size(), 1u) << "a forged ACK completed a Write whose bytes never arrived";
+    drop_data = false;
+    net.run(net.now() + 200000, [&] { return net.completions[0].size() == 2; });
+    ASSERT_EQ(net.completions[0].size(), 2u);
+    EXPECT_EQ(net.completions[0][1].status, Status::Success);
+    EXPECT_EQ(net.mem(0, kSrc + 4096, 32768), net.mem(1, kDst2 + 4096, 32768));
+}
+
+// [R-SEC-10]: a DISCONNECT from another address, or over the other IP version, closes nothing.
+TEST(ModelSecurity, R_SEC_10_ADisconnectFromAnotherAddressClosesNothing) {
+    Pair net;
+    net.setup();
+    std::vector<uint8_t> ack_frame;
+    net.filter = [&](int from, const ref::Packet& p, std::vector<uint8_t>& f) {
+        if (from == 1 && p.opcode == ref::Opcode::Ack) ack_frame = f;
+        return true;
+    };
+    post_write(net, 1, 4096);
+    net.run(net.now() + 2000, [&] { return net.completions[0].size() == 1; });
+    ASSERT_FALSE(ack_frame.empty());
+    ref::Packet real = ref::decode(ack_frame).packet;
+    real.opcode = ref::Opcode::Disconnect;
+    real.flags = 0;
+    real.reason = 0;
+    ref::Packet foreign = real;
+    foreign.ip_src[3] = 99;
+    net.apply(0, net.a().handle(net.now(), Receive{ref::encode(foreign, {})}));
+    EXPECT_EQ(net.a().counters().foreign_source, 1u);
+    EXPECT_EQ(net.a().connection_state(net.conn[0]), ConnState::Established);
+    // Canary: from the peer's address it does close.
+    net.apply(0, net.a().handle(net.now(), Receive{ref::encode(real, {})}));
+    EXPECT_NE(net.a().connection_state(net.conn[0]), ConnState::Established);
+}
+
+// [R-CONN-3]: an ACCEPT above the initiator's offer is dropped and counted; the real one still counts.
+TEST(ModelSecurity, R_CONN_3_AnAcceptAboveTheOfferIsDropped) {
+    Pair net;
+    std::vector<uint8_t> accept_frame;
+    net.filter = [&](int from, const ref::Packet& p, std::vector<uint8_t>& f) {
+        if (from == 1 && p.opcode == ref::Opcode::Accept) {
+            accept_frame = f;
+            return false;
+        }
+        return true;
+    };
+    net.handle(0, Connect{net.b().config().self});
+    net.run(net.now() + 10);
+    ASSERT_FALSE(accept_frame.empty());
+    const ref::Packet real = ref::decode(accept_frame).packet;
+    ref::Packet big = real;
+    big.path_count = uint16_t(net.a().config().path_count + 1);
+    big.max_payload = 8192;
+    net.apply(0, net.a().handle(net.now(), Receive{ref::encode(big, {})}));
+    EXPECT_EQ(net.a().counters().bad_accepts, 1u);
+    EXPECT_EQ(net.conn[0], 0u);
+    net.apply(0, net.a().handle(net.now(), Receive{accept_frame}));
+    ASSERT_NE(net.conn[0], 0u);
+    EXPECT_EQ(net.a().path_count(net.conn[0]), std::min(net.a().config().path_count, net.b().config().path_count));
+}
+
 TEST(ModelSecurity, R_MEM_2_DeregisteredKeyRefused) {
     Pair net;
     net.setup();

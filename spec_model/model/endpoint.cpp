@@ -354,6 +354,10 @@ static void on_frame(EndpointState& s, const std::vector<uint8_t>& frame) {
         return;
     }
     Connection& c = it->second;
+    if (p.ipv6 != c.peer.ipv6 || p.ip_src != c.peer.ip) {  // [R-SEC-10]
+        ++s.counters.foreign_source;
+        return;
+    }
     if (c.state == ConnState::Closed) {
         if (p.opcode == ref::Opcode::Disconnect) {  // the peer missed our DISCONNECT_ACK
             s.transmit(c, s.base_packet(c, ref::Opcode::DisconnectAck, 0, c.tx[0].route, false));
@@ -368,6 +372,11 @@ static void on_frame(EndpointState& s, const std::vector<uint8_t>& frame) {
     }
     if (c.state == ConnState::Connecting) {
         if (p.opcode == ref::Opcode::Accept) {
+            if (p.path_count > s.cfg.path_count || p.stream_count > s.cfg.stream_count ||
+                p.max_payload > s.cfg.max_payload || p.window_cap > s.cfg.window_cap) {
+                ++s.counters.bad_accepts;  // [R-CONN-3]: above our offer; keep waiting
+                return;
+            }
             c.peer_id = p.scid;
             c.peer_isn = p.isn;
             c.paths = p.path_count;

@@ -297,6 +297,16 @@ static bool sack_bit(const ref::Packet& ack, uint32_t i) {
 
 void EndpointState::on_ack(Connection& c, uint16_t path, const ref::Packet& ack) {
     PathTx& t = c.tx[path];
+    // [R-ACK-10]: an ACK whose CPSN was never sent acts on nothing; SACK bits for PSNs never sent
+    // are ignored. Bit i names CPSN + 1 + i; bit 0 is always zero ([R-HDR-20]).
+    if (!serial_lt(ack.cpsn, t.snxt)) {
+        ++counters.invalid_acks;
+        return;
+    }
+    auto sent = [&](uint32_t i) { return serial_lt(ack.cpsn + 1 + i, t.snxt); };
+    bool unsent_bits = false;
+    for (uint32_t i = 1; i < 256; ++i) unsent_bits |= sack_bit(ack, i) && !sent(i);
+    if (unsent_bits) ++counters.sack_beyond_snxt;
     c.ceiling_mbps = ack.rate_hint;  // [R-CC-6]
     c.hint_time = now;
     if (c.keepalive_outstanding && ack.ts_echo == c.keepalive_ts) c.keepalive_outstanding = false;
@@ -310,11 +320,11 @@ void EndpointState::on_ack(Connection& c, uint16_t path, const ref::Packet& ack)
     auto acknowledged = [&](uint32_t psn) {
         if (serial_le(psn, ack.cpsn)) return true;
         const uint32_t i = psn - ack.cpsn - 1;
-        return i < 256 && sack_bit(ack, i);
+        return i < 256 && sack_bit(ack, i) && sent(i);
     };
     uint32_t highest = ack.cpsn;
     for (uint32_t i = 255; i > 0; --i) {
-        if (sack_bit(ack, i)) {
+        if (sack_bit(ack, i) && sent(i)) {
             highest = ack.cpsn + 1 + i;
             break;
         }
@@ -406,8 +416,12 @@ void EndpointState::on_ack(Connection& c, uint16_t path, const ref::Packet& ack)
 // ---- NAK processing [R-PLC-9], [R-REL-9] ---------------------------------------------------------
 
 void EndpointState::on_nak(Connection& c, uint16_t path, const ref::Packet& nak) {
-    ++counters.naks_received;
     PathTx& t = c.tx[path];
+    if (!serial_lt(nak.nak_psn, t.snxt)) {  // [R-ACK-10]: a PSN never sent
+        ++counters.invalid_acks;
+        return;
+    }
+    ++counters.naks_received;
     OutstandingPsn* o = t.find(nak.nak_psn);
     if (!o || o->state == PsnState::Acked) return;
     const auto code = static_cast<ref::NakCode>(nak.nak_code);

@@ -230,6 +230,10 @@ struct Counters {
     uint64_t placed_bytes = 0;
     uint64_t ce_marks_seen = 0;
     uint64_t cwnd_decreases = 0;
+    uint64_t invalid_acks = 0;      // ACKs/NAKs whose CPSN/PSN was never sent [R-ACK-10]
+    uint64_t sack_beyond_snxt = 0;  // ACKs with SACK bits for unsent PSNs, ignored [R-ACK-10]
+    uint64_t foreign_source = 0;  // packets of a connection from another address [R-SEC-10]
+    uint64_t bad_accepts = 0;     // ACCEPTs above this end's offer [R-CONN-3]
 };
 
 }  // namespace mroce::model

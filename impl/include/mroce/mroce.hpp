@@ -118,8 +118,12 @@ struct DeviceConfig {
   uint8_t dscp_control = 48;
   uint32_t capacity_mbps = 100000;  // inbound capacity C [R-FS-1]
   bool listening = true;            // accept CONNECTs (REJECT reason 1 otherwise)
-  uint32_t first_conn_id = 1;       // local connection IDs are allocated upwards from here
-  uint32_t isn = 0;                 // ISN of every connection [R-CONN-2]
+  // ISNs and connection IDs are unpredictable [R-CONN-2]: drawn from a per-device secret, itself from
+  // the OS (random_seed 0) or derived from random_seed (reproducible runs). The two options below
+  // are for tests and harnesses only: a fixed ISN for every connection, and counting IDs from a base.
+  uint64_t random_seed = 0;
+  std::optional<uint32_t> isn;            // test option: the ISN of every connection
+  std::optional<uint32_t> first_conn_id;  // test option: IDs allocated upwards from here
   ConnParams offer;                 // offered to every peer (connect() may override)
   // Timers and limits, SPEC appendix A (µs unless noted).
   uint32_t ack_every = 4;           // coalescing choice [R-ACK-3]
@@ -238,6 +242,10 @@ struct Counters {
   uint64_t placed_bytes = 0;
   uint64_t ce_marks_seen = 0;
   uint64_t cwnd_decreases = 0;
+  uint64_t invalid_acks = 0;      // ACKs/NAKs whose CPSN/PSN was never sent [R-ACK-10]
+  uint64_t sack_beyond_snxt = 0;  // ACKs with SACK bits for unsent PSNs, ignored [R-ACK-10]
+  uint64_t foreign_source = 0;  // packets of a connection from another address [R-SEC-10]
+  uint64_t bad_accepts = 0;     // ACCEPTs above this end's offer [R-CONN-3]
   // Engine only: resource limits met on the data path.
   uint64_t tx_no_buffer = 0;       // frames not sent for lack of a tx buffer
   uint64_t window_block_waits = 0; // a path could not start a window for lack of a block
