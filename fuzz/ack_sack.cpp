@@ -117,8 +117,8 @@ std::vector<uint8_t> ref_ack(const Aeth& a, bool v6) {
 
 // Both codecs on one ACK frame: returns the fast view (valid while `frame` lives) when accepted.
 // Checks: same outcome, same canonical line, every AETH field and SACK bit as sent.
-bool decode_both(const std::vector<uint8_t>& frame, const Aeth& a, mroce::fast::PacketView& v,
-                 const uint8_t* data, size_t size) {
+bool decode_both(const std::vector<uint8_t>& frame, const Aeth& a, mroce::fast::PacketView& v, const uint8_t* data,
+                 size_t size) {
   using namespace mroce;
   const fast::Error fe = fast::decode(frame.data(), uint32_t(frame.size()), fast::kDefaultUdpPort, v);
   const ref::DecodeResult rr = ref::decode(frame);
@@ -131,16 +131,15 @@ bool decode_both(const std::vector<uint8_t>& frame, const Aeth& a, mroce::fast::
     return false;
   }
   FUZZ_CHECK(fe == fast::Error::None, fl);
-  FUZZ_CHECK(v.opcode() == fast::Opcode::Ack && v.cpsn() == a.cpsn && v.ce_count() == a.ce &&
-                 v.ts_echo() == a.tse && v.rate_hint() == a.hint && v.dcid() == kDcid &&
-                 v.path_id() == kPath && v.timestamp() == kTs,
+  FUZZ_CHECK(v.opcode() == fast::Opcode::Ack && v.cpsn() == a.cpsn && v.ce_count() == a.ce && v.ts_echo() == a.tse &&
+                 v.rate_hint() == a.hint && v.dcid() == kDcid && v.path_id() == kPath && v.timestamp() == kTs,
              "AETH fields: " + fl);
   FUZZ_CHECK(rr.packet.cpsn == a.cpsn && rr.packet.sack == a.sack, "ref AETH fields: " + rl);
   for (unsigned i = 0; i < 256; ++i) {
     const bool want = wire_bit(a.sack.data(), i);
-    FUZZ_CHECK(v.sack(i) == want && fast::sack_bit(v.sack_bytes(), i) == want &&
-                   wire_bit(rr.packet.sack.data(), i) == want,
-               "SACK bit " + std::to_string(i));
+    FUZZ_CHECK(
+        v.sack(i) == want && fast::sack_bit(v.sack_bytes(), i) == want && wire_bit(rr.packet.sack.data(), i) == want,
+        "SACK bit " + std::to_string(i));
   }
   return true;
 }
@@ -193,11 +192,10 @@ uint32_t psn_for_op(uint32_t cpsn, uint8_t a, uint8_t b) {
 // The state equals the model: same CPSN, and the model's PSNs are exactly the set SACK indices
 // (compared as words(), whose layout sack_bitmap.hpp documents: index i is bit i % 64 of word i / 64;
 // test() itself is checked bit by bit against the wire form in bitmap_and_state).
-MROCE_NO_COVERAGE void check_state(const mroce::core::PathReceiveState& s, const Model& m,
-                                   const uint8_t* data, size_t size, const char* when, size_t op) {
+MROCE_NO_COVERAGE void check_state(const mroce::core::PathReceiveState& s, const Model& m, const uint8_t* data,
+                                   size_t size, const char* when, size_t op) {
   const auto at = [&] { return std::string(when) + " " + std::to_string(op); };
-  FUZZ_CHECK(s.cpsn == m.cpsn, at() + ": CPSN " + std::to_string(s.cpsn) + " vs model " +
-                                   std::to_string(m.cpsn));
+  FUZZ_CHECK(s.cpsn == m.cpsn, at() + ": CPSN " + std::to_string(s.cpsn) + " vs model " + std::to_string(m.cpsn));
   FUZZ_CHECK(!s.bits.test(0), at() + ": [R-HDR-20] bit 0 set in the receive state");
   std::array<uint64_t, 4> want{};
   for (const uint32_t p : m.got) {
@@ -230,12 +228,14 @@ MROCE_NO_COVERAGE void bitmap_kernels(const Aeth& a, const mroce::core::SackBitm
   }
   // next_set / next_clear from every start, against the next set / clear index found backwards.
   unsigned want_set = 256, want_clear = 256;
-  FUZZ_CHECK(b.next_set(256) == 256 && b.next_clear(256) == 256 && b.next_set(257 + shift) == 256 &&
-                 b.next_clear(~0u) == 256,
-             "next_set / next_clear past the end");
+  FUZZ_CHECK(
+      b.next_set(256) == 256 && b.next_clear(256) == 256 && b.next_set(257 + shift) == 256 && b.next_clear(~0u) == 256,
+      "next_set / next_clear past the end");
   for (int j = 255; j >= 0; --j) {
-    if (ref[j]) want_set = unsigned(j);
-    else want_clear = unsigned(j);
+    if (ref[j])
+      want_set = unsigned(j);
+    else
+      want_clear = unsigned(j);
     FUZZ_CHECK(b.next_set(unsigned(j)) == want_set, "next_set(" + std::to_string(j) + ")");
     FUZZ_CHECK(b.next_clear(unsigned(j)) == want_clear, "next_clear(" + std::to_string(j) + ")");
   }
@@ -281,8 +281,8 @@ MROCE_NO_COVERAGE void bitmap_kernels(const Aeth& a, const mroce::core::SackBitm
   }
 }
 
-void bitmap_and_state(const Aeth& a, unsigned shift, const uint8_t* ops, size_t nops,
-                      const uint8_t* data, size_t size) {
+void bitmap_and_state(const Aeth& a, unsigned shift, const uint8_t* ops, size_t nops, const uint8_t* data,
+                      size_t size) {
   using mroce::core::Arrival;
   using mroce::core::PathReceiveState;
   using mroce::core::SackBitmap256;
@@ -338,8 +338,7 @@ void bitmap_and_state(const Aeth& a, unsigned shift, const uint8_t* ops, size_t 
     FUZZ_CHECK(got == want, when() + ": accept");
     if (want == Arrival::Accepted) {
       const uint32_t mv = m.accept(psn);
-      FUZZ_CHECK(d.advanced == mv, when() + ": advanced " + std::to_string(d.advanced) + " vs " +
-                                       std::to_string(mv));
+      FUZZ_CHECK(d.advanced == mv, when() + ": advanced " + std::to_string(d.advanced) + " vs " + std::to_string(mv));
       FUZZ_CHECK(d.left_gap == (psn != old_cpsn + 1), when() + ": left_gap");  // [R-ACK-2](c)
       FUZZ_CHECK(d.filled_gap == (mv > 1), when() + ": filled_gap");           // [R-ACK-2](d)
       FUZZ_CHECK(s.received(psn), when() + ": accepted PSN not received");

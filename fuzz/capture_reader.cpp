@@ -37,8 +37,8 @@ const std::string kName = "fuzz-input.pcap";
 const std::string& scratch_path() {
   static const std::string p = [] {
     const char* dir = std::getenv("TMPDIR");
-    return std::string(dir != nullptr && dir[0] != '\0' ? dir : "/tmp") +
-           "/mroce_fuzz_capture_reader." + std::to_string(::getpid()) + ".pcap";
+    return std::string(dir != nullptr && dir[0] != '\0' ? dir : "/tmp") + "/mroce_fuzz_capture_reader." +
+           std::to_string(::getpid()) + ".pcap";
   }();
   return p;
 }
@@ -55,8 +55,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     cap = cf::read_capture_bytes(std::span<const uint8_t>(data, size), kName);
   } catch (const cf::CaptureError& e) {
     const std::string msg = e.what();
-    FUZZ_CHECK(msg.rfind(kName + ": ", 0) == 0,
-               "error message does not start with the name: " + msg);
+    FUZZ_CHECK(msg.rfind(kName + ": ", 0) == 0, "error message does not start with the name: " + msg);
     FUZZ_CHECK(msg.size() > kName.size() + 2, "error message says nothing: " + msg);
     FUZZ_CHECK(msg.find('\n') == std::string::npos, "error message is not one line: " + msg);
     FUZZ_CHECK(msg.find("internal") == std::string::npos, msg);
@@ -69,13 +68,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   uint64_t captured = 0;
   for (size_t i = 0; i < cap.frames.size(); ++i) {
     const auto& f = cap.frames[i];
-    FUZZ_CHECK(f.number == i + 1,
-               "frame numbers not consecutive from 1 at index " + std::to_string(i));
+    FUZZ_CHECK(f.number == i + 1, "frame numbers not consecutive from 1 at index " + std::to_string(i));
     FUZZ_CHECK(f.bytes.size() <= f.orig_len, "frame " + std::to_string(f.number) + ": " +
-                                                 std::to_string(f.bytes.size()) +
-                                                 " bytes > orig_len " + std::to_string(f.orig_len));
-    FUZZ_CHECK(cap.format == "pcapng" || f.interface == 0,
-               "pcap frame with interface " + std::to_string(f.interface));
+                                                 std::to_string(f.bytes.size()) + " bytes > orig_len " +
+                                                 std::to_string(f.orig_len));
+    FUZZ_CHECK(cap.format == "pcapng" || f.interface == 0, "pcap frame with interface " + std::to_string(f.interface));
     if (f.bytes.size() < f.orig_len) ++truncated;
     captured += f.bytes.size();
   }
@@ -95,9 +92,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       kept.push_back(&f);
     }
     w.close();
-  } catch (const cf::CaptureError& e) {
-    FUZZ_CHECK(false, std::string("writing the frames back failed: ") + e.what());
-  }
+  } catch (const cf::CaptureError& e) { FUZZ_CHECK(false, std::string("writing the frames back failed: ") + e.what()); }
   cf::Capture back;
   try {
     back = cf::read_capture(scratch_path());
@@ -105,19 +100,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     FUZZ_CHECK(false, std::string("reading the written capture failed: ") + e.what());
   }
   FUZZ_CHECK(back.format == "pcap", back.format);
-  FUZZ_CHECK(
-      back.frames.size() == kept.size(),
-      std::to_string(back.frames.size()) + " frames back, wrote " + std::to_string(kept.size()));
+  FUZZ_CHECK(back.frames.size() == kept.size(),
+             std::to_string(back.frames.size()) + " frames back, wrote " + std::to_string(kept.size()));
   for (size_t i = 0; i < kept.size(); ++i) {
     const auto& a = *kept[i];
     const auto& b = back.frames[i];
-    const size_t want =
-        a.bytes.size() < cf::CaptureWriter::kSnaplen ? a.bytes.size() : cf::CaptureWriter::kSnaplen;
+    const size_t want = a.bytes.size() < cf::CaptureWriter::kSnaplen ? a.bytes.size() : cf::CaptureWriter::kSnaplen;
     FUZZ_CHECK(b.time_ns == a.time_ns, "timestamp of written frame " + std::to_string(i + 1));
     FUZZ_CHECK(b.orig_len == a.bytes.size(), "length of written frame " + std::to_string(i + 1));
-    FUZZ_CHECK(
-        b.bytes.size() == want && std::equal(b.bytes.begin(), b.bytes.end(), a.bytes.begin()),
-        "bytes of written frame " + std::to_string(i + 1));
+    FUZZ_CHECK(b.bytes.size() == want && std::equal(b.bytes.begin(), b.bytes.end(), a.bytes.begin()),
+               "bytes of written frame " + std::to_string(i + 1));
   }
   return 0;
 }

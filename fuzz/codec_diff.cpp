@@ -64,8 +64,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* input, size_t size) {
   const size_t ip_end = 14 + size_t{v.ip_packet_len()};
   const std::vector<uint8_t> payload(v.payload(), v.payload() + v.payload_len());
   // (ref sets the payload position for data opcodes only; the fast view has it for every opcode)
-  FUZZ_CHECK(!v.is_data() || (p.payload_offset == v.payload_offset() && p.payload_len == v.payload_len()),
-             rl);
+  FUZZ_CHECK(!v.is_data() || (p.payload_offset == v.payload_offset() && p.payload_len == v.payload_len()), rl);
   FUZZ_CHECK(v.is_data() || (p.payload_len == 0 && v.payload_len() == 0), rl);
 
   const std::vector<uint8_t> by_ref = ref::encode(p, payload, p.udp_checksum != 0);
@@ -81,8 +80,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* input, size_t size) {
   FUZZ_CHECK(ref::canonical(r2, by_fast) == rl, "ref decode of fast re-encode: " + ref::canonical(r2, by_fast));
   fast::PacketView v2;
   const fast::Error e2 = fast::decode(by_ref.data(), uint32_t(by_ref.size()), fast::kDefaultUdpPort, v2);
-  FUZZ_CHECK(e2 == fast::Error::None && fast::canonical(v2) == fl,
-             "fast decode of ref re-encode: " + (e2 == fast::Error::None ? fast::canonical(v2)
-                                                                          : fast::canonical_error(e2)));
+  FUZZ_CHECK(
+      e2 == fast::Error::None && fast::canonical(v2) == fl,
+      "fast decode of ref re-encode: " + (e2 == fast::Error::None ? fast::canonical(v2) : fast::canonical_error(e2)));
   return 0;
 }

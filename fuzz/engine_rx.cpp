@@ -35,11 +35,11 @@ namespace rx = mroce::fuzzing::engine_rx;
 using mroce::hostile::World;
 namespace fast = mroce::fast;
 
-constexpr fast::Opcode kTemplateOps[13] = {
-    fast::Opcode::Send,    fast::Opcode::Write,  fast::Opcode::WriteImm, fast::Opcode::ReadReq,
-    fast::Opcode::ReadResp, fast::Opcode::Ack,   fast::Opcode::Nak,      fast::Opcode::Probe,
-    fast::Opcode::Connect, fast::Opcode::Accept, fast::Opcode::Reject,   fast::Opcode::Disconnect,
-    fast::Opcode::DisconnectAck};
+constexpr fast::Opcode kTemplateOps[13] = {fast::Opcode::Send,         fast::Opcode::Write,    fast::Opcode::WriteImm,
+                                           fast::Opcode::ReadReq,      fast::Opcode::ReadResp, fast::Opcode::Ack,
+                                           fast::Opcode::Nak,          fast::Opcode::Probe,    fast::Opcode::Connect,
+                                           fast::Opcode::Accept,       fast::Opcode::Reject,   fast::Opcode::Disconnect,
+                                           fast::Opcode::DisconnectAck};
 
 uint32_t be32(const std::array<uint8_t, 8>& e, int at) {
   return (uint32_t(e[at]) << 24) | (uint32_t(e[at + 1]) << 16) | (uint32_t(e[at + 2]) << 8) | e[at + 3];
@@ -68,10 +68,17 @@ std::vector<uint8_t> build(World& w, uint8_t kind, const rx::Template& t, uint32
   if (t.mods & rx::kModCe) f.ecn = 3;
   f.udp_sport = uint16_t(49152 + t.fill);
   switch (t.dcid_sel % 8) {
-    case 5: f.dcid = w.conn[w.other]; break;
-    case 6: f.dcid = w.vconn() + 1; break;
-    case 7: f.dcid = be32(t.extra, 4); break;
-    default: break;  // the victim's connection (0 for CONNECT)
+    case 5:
+      f.dcid = w.conn[w.other];
+      break;
+    case 6:
+      f.dcid = w.vconn() + 1;
+      break;
+    case 7:
+      f.dcid = be32(t.extra, 4);
+      break;
+    default:
+      break;  // the victim's connection (0 for CONNECT)
   }
   if (t.path_sel < 0xF0)
     f.path_id = control ? 0 : uint16_t(t.path_sel % P);
@@ -80,10 +87,18 @@ std::vector<uint8_t> build(World& w, uint8_t kind, const rx::Template& t, uint32
   const uint16_t pp = f.path_id < P ? f.path_id : 0;
   uint32_t psn = 0;
   switch (t.psn_mode & 3) {
-    case 0: psn = w.rx_next(pp); break;
-    case 1: psn = w.rx_suna(pp); break;
-    case 2: psn = w.tx_snxt(pp); break;
-    default: psn = w.tx_suna(pp) - 1; break;
+    case 0:
+      psn = w.rx_next(pp);
+      break;
+    case 1:
+      psn = w.rx_suna(pp);
+      break;
+    case 2:
+      psn = w.tx_snxt(pp);
+      break;
+    default:
+      psn = w.tx_suna(pp) - 1;
+      break;
   }
   if (t.psn_mode & 0x80) psn = be32(t.extra, 0);
   psn += uint32_t(int32_t(t.psn_delta)) + bump;
@@ -104,21 +119,43 @@ std::vector<uint8_t> build(World& w, uint8_t kind, const rx::Template& t, uint32
   // Key and address: the victim's real keys (from reg_mr), near its regions.
   const int reg = t.key_sel % 8 < kRegions ? t.key_sel % 8 : 0;
   switch (t.key_sel % 8) {
-    case 6: f.rkey = w.rkey(0) ^ (1u << ((t.key_sel >> 3) & 31)); break;
-    case 7: f.rkey = be32(t.extra, 4); break;
-    default: f.rkey = w.rkey(reg); break;
+    case 6:
+      f.rkey = w.rkey(0) ^ (1u << ((t.key_sel >> 3) & 31));
+      break;
+    case 7:
+      f.rkey = be32(t.extra, 4);
+      break;
+    default:
+      f.rkey = w.rkey(reg);
+      break;
   }
   const uint64_t base = w.mr[w.victim][reg].iova, size = kLayout[size_t(reg)].size;
   const int64_t d = t.va_delta;
   switch (t.va_mode % 8) {
-    case 0: f.remote_va = base + uint64_t(d); break;
-    case 1: f.remote_va = base + size - uint64_t(d); break;
-    case 2: f.remote_va = 0 - uint64_t(d < 0 ? -d : d); break;
-    case 3: f.remote_va = (uint64_t(be32(t.extra, 0)) << 32) | be32(t.extra, 4); break;
-    case 4: f.remote_va = base + uint64_t(d * 64); break;
-    case 5: f.remote_va = base + size + uint64_t(d); break;
-    case 6: f.remote_va = uint64_t(d); break;
-    default: f.remote_va = w.mr[w.victim][(reg + 1) % kRegions].iova + uint64_t(d); break;
+    case 0:
+      f.remote_va = base + uint64_t(d);
+      break;
+    case 1:
+      f.remote_va = base + size - uint64_t(d);
+      break;
+    case 2:
+      f.remote_va = 0 - uint64_t(d < 0 ? -d : d);
+      break;
+    case 3:
+      f.remote_va = (uint64_t(be32(t.extra, 0)) << 32) | be32(t.extra, 4);
+      break;
+    case 4:
+      f.remote_va = base + uint64_t(d * 64);
+      break;
+    case 5:
+      f.remote_va = base + size + uint64_t(d);
+      break;
+    case 6:
+      f.remote_va = uint64_t(d);
+      break;
+    default:
+      f.remote_va = w.mr[w.victim][(reg + 1) % kRegions].iova + uint64_t(d);
+      break;
   }
   // Opcode-specific fields.
   f.cpsn = psn;

@@ -35,11 +35,9 @@ std::string hexs(uint64_t v) {
 // [R-VAL-4] bytes equal up to the end of the IP packet. The one permitted difference: an IPv4
 // header checksum of 0x0000 vs 0xFFFF, which both verify when the other words sum to 0xFFFF
 // ([R-VAL-1] check 7); a builder always writes the computed form.
-bool same_ip_packet(const uint8_t* a, const std::vector<uint8_t>& b, uint32_t ip_end, bool v6,
-                    std::string& why) {
+bool same_ip_packet(const uint8_t* a, const std::vector<uint8_t>& b, uint32_t ip_end, bool v6, std::string& why) {
   if (b.size() < ip_end) {
-    why = "rebuilt frame is " + std::to_string(b.size()) + " bytes, IP packet ends at " +
-          std::to_string(ip_end);
+    why = "rebuilt frame is " + std::to_string(b.size()) + " bytes, IP packet ends at " + std::to_string(ip_end);
     return false;
   }
   for (uint32_t i = 0; i < ip_end; ++i) {
@@ -48,8 +46,7 @@ bool same_ip_packet(const uint8_t* a, const std::vector<uint8_t>& b, uint32_t ip
       const uint16_t x = fz::be16(a + 24), y = fz::be16(b.data() + 24);
       if ((x == 0xFFFF && y == 0x0000) || (x == 0x0000 && y == 0xFFFF)) continue;
     }
-    why = "first difference at byte " + std::to_string(i) + ": input " + hexs(a[i]) + ", rebuilt " +
-          hexs(b[i]);
+    why = "first difference at byte " + std::to_string(i) + ": input " + hexs(a[i]) + ", rebuilt " + hexs(b[i]);
     return false;
   }
   return true;
@@ -84,16 +81,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* input, size_t size) {
   const uint32_t ip_end = kEthLen + v.ip_packet_len();
   FUZZ_CHECK(ip_end <= len, "IP packet extends past the frame");
   const Mac dst = v.eth_dst(), src = v.eth_src();
-  FUZZ_CHECK(std::memcmp(dst.data(), data, 6) == 0 && std::memcmp(src.data(), data + 6, 6) == 0,
-             "MAC addresses");
+  FUZZ_CHECK(std::memcmp(dst.data(), data, 6) == 0 && std::memcmp(src.data(), data + 6, 6) == 0, "MAC addresses");
   const uint8_t* ips = v.ip_src();
   const uint8_t* ipd = v.ip_dst();
   FUZZ_CHECK(ips >= data && ipd >= data && ipd + (v6 ? 16 : 4) <= data + ip_end, "IP address view");
   uint64_t acc = v.ttl() + v.dscp() + v.ecn() + ips[0] + ipd[0];
   if (v6) {
     const Ip6 s6 = v.ipv6_src(), d6 = v.ipv6_dst();
-    FUZZ_CHECK(std::memcmp(s6.data(), ips, 16) == 0 && std::memcmp(d6.data(), ipd, 16) == 0,
-               "IPv6 addresses");
+    FUZZ_CHECK(std::memcmp(s6.data(), ips, 16) == 0 && std::memcmp(d6.data(), ipd, 16) == 0, "IPv6 addresses");
     FUZZ_CHECK(v.flow_label() <= 0xFFFFF, "flow label");
     FUZZ_CHECK(fz::be16(data + 18) + kEthLen + kIpv6Len == ip_end, "IPv6 payload length");
     acc += v.flow_label();
@@ -154,9 +149,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* input, size_t size) {
     acc += v.psn() + v.stream_id() + v.msn();
   }
   if (op == Opcode::Send || op == Opcode::WriteImm) acc += v.rsn();
-  if (op == Opcode::Write || op == Opcode::WriteImm || op == Opcode::ReadReq) {
-    acc += v.remote_va() + v.rkey();
-  }
+  if (op == Opcode::Write || op == Opcode::WriteImm || op == Opcode::ReadReq) { acc += v.remote_va() + v.rkey(); }
   if (op == Opcode::WriteImm) acc += v.immediate();
   if (op == Opcode::Ack) {
     FUZZ_CHECK(!v.sack(0), "[R-HDR-20] SACK bit 0 set on an accepted ACK");
@@ -174,15 +167,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* input, size_t size) {
     acc += v.nak_psn();
   }
   if (op == Opcode::Connect || op == Opcode::Accept) {
-    FUZZ_CHECK(v.scid() != 0 && v.path_count() >= 1 && v.path_count() <= 256 &&
-                   v.stream_count() >= 1 && v.max_payload() >= 256 && v.max_payload() <= 8192 &&
-                   v.max_payload() % 64 == 0 && v.window_cap() >= 1 && v.window_cap() <= 256,
+    FUZZ_CHECK(v.scid() != 0 && v.path_count() >= 1 && v.path_count() <= 256 && v.stream_count() >= 1 &&
+                   v.max_payload() >= 256 && v.max_payload() <= 8192 && v.max_payload() % 64 == 0 &&
+                   v.window_cap() >= 1 && v.window_cap() <= 256,
                "[R-HDR-26] ranges");
     acc += v.isn();
   }
-  if (op == Opcode::Reject || op == Opcode::Disconnect) {
-    FUZZ_CHECK(v.reason() <= 5, "[R-HDR-27] reason");
-  }
+  if (op == Opcode::Reject || op == Opcode::Disconnect) { FUZZ_CHECK(v.reason() <= 5, "[R-HDR-27] reason"); }
   g_sink = acc;
 
   // ---- canonical text (appendix C) ----
@@ -206,8 +197,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* input, size_t size) {
   PacketView v2;
   const Error e2 = decode(rebuilt.data(), uint32_t(rebuilt.size()), kDefaultUdpPort, v2);
   FUZZ_CHECK(e2 == Error::None, std::string("rebuilt frame rejected: ") + error_name(e2));
-  FUZZ_CHECK(canonical(v2) == line, "canonical of rebuilt frame differs:\n  " + canonical(v2) +
-                                        "\n  " + line);
+  FUZZ_CHECK(canonical(v2) == line, "canonical of rebuilt frame differs:\n  " + canonical(v2) + "\n  " + line);
 
   // ---- rebuild through the production in-place builder (UDP checksum is always 0 there) ----
   if (v.udp_checksum() == 0) {
@@ -238,28 +228,45 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* input, size_t size) {
     if (info.data) dh = DhFields{v.psn(), v.stream_id(), v.msn(), v.msg_length(), v.msg_offset()};
     uint8_t* p = nullptr;
     switch (op) {
-      case Opcode::Send: p = put_send(b, bf, dh, v.rsn()); break;
-      case Opcode::Write: p = put_write(b, bf, dh, v.remote_va(), v.rkey()); break;
+      case Opcode::Send:
+        p = put_send(b, bf, dh, v.rsn());
+        break;
+      case Opcode::Write:
+        p = put_write(b, bf, dh, v.remote_va(), v.rkey());
+        break;
       case Opcode::WriteImm:
         p = put_write_imm(b, bf, dh, v.remote_va(), v.rkey(), v.rsn(), v.immediate());
         break;
-      case Opcode::ReadReq: p = put_read_req(b, bf, dh, v.remote_va(), v.rkey()); break;
-      case Opcode::ReadResp: p = put_read_resp(b, bf, dh); break;
+      case Opcode::ReadReq:
+        p = put_read_req(b, bf, dh, v.remote_va(), v.rkey());
+        break;
+      case Opcode::ReadResp:
+        p = put_read_resp(b, bf, dh);
+        break;
       case Opcode::Ack:
         p = put_ack(b, bf, AckFields{v.cpsn(), v.ce_count(), v.ts_echo(), v.rate_hint(), v.sack_bytes()});
         break;
-      case Opcode::Nak: p = put_nak(b, bf, v.nak_psn(), v.nak_code(), v.nak_detail()); break;
-      case Opcode::Probe: p = put_probe(b, bf); break;
+      case Opcode::Nak:
+        p = put_nak(b, bf, v.nak_psn(), v.nak_code(), v.nak_detail());
+        break;
+      case Opcode::Probe:
+        p = put_probe(b, bf);
+        break;
       case Opcode::Connect:
       case Opcode::Accept: {
-        const ConnFields c{v.scid(), v.isn(), v.path_count(), v.stream_count(), v.max_payload(),
-                           v.window_cap()};
+        const ConnFields c{v.scid(), v.isn(), v.path_count(), v.stream_count(), v.max_payload(), v.window_cap()};
         p = op == Opcode::Connect ? put_connect(b, bf, c) : put_accept(b, bf, c);
         break;
       }
-      case Opcode::Reject: p = put_reject(b, bf, v.reason()); break;
-      case Opcode::Disconnect: p = put_disconnect(b, bf, v.reason()); break;
-      case Opcode::DisconnectAck: p = put_disconnect_ack(b, bf); break;
+      case Opcode::Reject:
+        p = put_reject(b, bf, v.reason());
+        break;
+      case Opcode::Disconnect:
+        p = put_disconnect(b, bf, v.reason());
+        break;
+      case Opcode::DisconnectAck:
+        p = put_disconnect_ack(b, bf);
+        break;
     }
     FUZZ_CHECK(p == buf.data() + v.payload_offset(), "put_* returned the wrong payload address");
     if (!payload.empty()) std::memcpy(p, payload.data(), payload.size());

@@ -46,11 +46,12 @@ public:
             path_ = addr.substr(5);
             sockaddr_un sa{};
             sa.sun_family = AF_UNIX;
-            if (path_.empty() || path_.size() >= sizeof sa.sun_path) throw std::invalid_argument("bad socket path in " + addr);
+            if (path_.empty() || path_.size() >= sizeof sa.sun_path)
+                throw std::invalid_argument("bad socket path in " + addr);
             const bool abstract = path_[0] == '@';
             std::memcpy(sa.sun_path, path_.data(), path_.size());
             if (abstract) sa.sun_path[0] = '\0';
-            struct stat st{};
+            struct stat st {};
             if (!abstract && ::stat(path_.c_str(), &st) == 0) {
                 if (!S_ISSOCK(st.st_mode)) throw std::invalid_argument(path_ + " exists and is not a socket");
                 ::unlink(path_.c_str());  // a stale socket of an earlier agent
@@ -73,7 +74,8 @@ public:
         hints.ai_socktype = SOCK_STREAM;
         hints.ai_flags = AI_PASSIVE;
         addrinfo* res = nullptr;
-        const int gai = getaddrinfo(host.empty() ? nullptr : host.c_str(), addr.substr(colon + 1).c_str(), &hints, &res);
+        const int gai =
+            getaddrinfo(host.empty() ? nullptr : host.c_str(), addr.substr(colon + 1).c_str(), &hints, &res);
         if (gai != 0) throw std::invalid_argument("--listen " + addr + ": " + gai_strerror(gai));
         std::unique_ptr<addrinfo, decltype(&freeaddrinfo)> guard(res, freeaddrinfo);
         fd_ = ::socket(res->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
@@ -86,7 +88,8 @@ public:
         socklen_t sl = sizeof ss;
         getsockname(fd_, reinterpret_cast<sockaddr*>(&ss), &sl);
         char hbuf[NI_MAXHOST], pbuf[NI_MAXSERV];
-        getnameinfo(reinterpret_cast<sockaddr*>(&ss), sl, hbuf, sizeof hbuf, pbuf, sizeof pbuf, NI_NUMERICHOST | NI_NUMERICSERV);
+        getnameinfo(reinterpret_cast<sockaddr*>(&ss), sl, hbuf, sizeof hbuf, pbuf, sizeof pbuf,
+                    NI_NUMERICHOST | NI_NUMERICSERV);
         name_ = (ss.ss_family == AF_INET6 ? "[" + std::string(hbuf) + "]" : std::string(hbuf)) + ":" + pbuf;
     }
     ~ControlSocket() {
@@ -164,7 +167,8 @@ private:
         flush(gone ? 100 : 0);
         if (gone) {
             if (!quiet)
-                std::cerr << "agent: client left after " << server.stats().requests - requests_at_connect_ << " requests\n";
+                std::cerr << "agent: client left after " << server.stats().requests - requests_at_connect_
+                          << " requests\n";
             drop_client();
         }
     }
@@ -229,11 +233,12 @@ nlohmann::json run(const Opts& o, bool quiet) {
     conform::AgentServer server(cfg, port, clock, so);
     ControlSocket control(o.listen);
 
-    const std::string mac = conform::agent::mac_text(cfg.self.mac), ip = conform::agent::ip_text(cfg.self.ipv6, cfg.self.ip);
+    const std::string mac = conform::agent::mac_text(cfg.self.mac),
+                      ip = conform::agent::ip_text(cfg.self.ipv6, cfg.self.ip);
     std::cout << "agent ready on " << control.name() << ", port " << io.ports[0] << ", mac " << mac << ", ip " << ip
               << std::endl;
 
-    struct sigaction sa{};
+    struct sigaction sa {};
     sa.sa_handler = on_signal;
     sigaction(SIGINT, &sa, nullptr);
     sigaction(SIGTERM, &sa, nullptr);
@@ -271,23 +276,28 @@ nlohmann::json run(const Opts& o, bool quiet) {
 }  // namespace
 
 Runner add_agent(CLI::App& app, const GlobalOptions& global) {
-    auto* sub = app.add_subcommand(
-        "agent", "Conformance agent: serves the control protocol (harness/conform/AGENT_PROTOCOL.md) for the engine on a DPDK port");
+    auto* sub = app.add_subcommand("agent",
+                                   "Conformance agent: serves the control protocol (harness/conform/AGENT_PROTOCOL.md) "
+                                   "for the engine on a DPDK port");
     auto o = std::make_shared<Opts>();
     sub->add_option("--listen", o->listen, "Control address: unix:/path or HOST:PORT")->required();
     sub->add_option("--name", o->name, "Name reported by `info` (default: mroce-engine VERSION (agent, PORT))");
     sub->add_option("--max-paths", o->max_paths, "Path Count offer (1..256)")->capture_default_str();
     sub->add_option("--max-streams", o->max_streams, "Stream Count offer (1..65535)")->capture_default_str();
-    sub->add_option("--max-payload", o->max_payload, "Max Payload offer (256..8192, multiple of 64)")->capture_default_str();
+    sub->add_option("--max-payload", o->max_payload, "Max Payload offer (256..8192, multiple of 64)")
+        ->capture_default_str();
     sub->add_option("--window-cap", o->window_cap, "Window Cap offer (1..256)")->capture_default_str();
     sub->add_option("--rto-min-us", o->rto_min_us, "RTO minimum")->capture_default_str();
     sub->add_option("--rto-init-us", o->rto_init_us, "Initial RTO")->capture_default_str();
     sub->add_option("--rto-max-us", o->rto_max_us, "RTO maximum (at most peer timeout / 8)")->capture_default_str();
     sub->add_option("--pto-min-us", o->pto_min_us, "Tail-probe timeout minimum")->capture_default_str();
     sub->add_option("--peer-timeout-us", o->peer_timeout_us, "PEER_TIMEOUT")->capture_default_str();
-    sub->add_option("--rnr-default-us", o->rnr_default_us, "RNR wait when a NAK carries no detail")->capture_default_str();
-    sub->add_option("--keepalive-us", o->keepalive_us, "KEEPALIVE: PROBE interval of an idle connection")->capture_default_str();
-    sub->add_option("--connect-retry-us", o->connect_retry_us, "CONNECT_RETRY: interval of CONNECT retries")->capture_default_str();
+    sub->add_option("--rnr-default-us", o->rnr_default_us, "RNR wait when a NAK carries no detail")
+        ->capture_default_str();
+    sub->add_option("--keepalive-us", o->keepalive_us, "KEEPALIVE: PROBE interval of an idle connection")
+        ->capture_default_str();
+    sub->add_option("--connect-retry-us", o->connect_retry_us, "CONNECT_RETRY: interval of CONNECT retries")
+        ->capture_default_str();
     sub->add_option("--max-mr-mb", o->max_mr_mb, "Largest region reg_mr allocates (MiB)")->capture_default_str();
     sub->add_flag("-q,--quiet", o->quiet, "No client connect/leave lines on stderr");
     dpdk::add_io_options(*sub, o->io);

@@ -100,7 +100,9 @@ int run(const CheckOptions& o, const GlobalOptions& g) {
             // was still open is indeterminate).
             if (o.max_frames && f.number > o.max_frames) break;
             Tap& t = by_if[f.interface];
-            if (t.label.empty()) t.label = cap.format == "pcapng" ? cap.path + " (interface " + std::to_string(f.interface) + ")" : cap.path;
+            if (t.label.empty())
+                t.label =
+                    cap.format == "pcapng" ? cap.path + " (interface " + std::to_string(f.interface) + ")" : cap.path;
             t.frames.push_back(&f);
         }
         if (by_if.empty()) taps.push_back({cap.path, {}});
@@ -141,19 +143,24 @@ int run(const CheckOptions& o, const GlobalOptions& g) {
         const auto q = m.quality();
         mroce_frames += q.frames;
         std::printf("%s: %zu frames, %llu MRoCE, %llu other, %llu connections\n", tap.label.c_str(), tap.frames.size(),
-                    (unsigned long long)q.frames, (unsigned long long)q.other_frames, (unsigned long long)q.connections);
+                    (unsigned long long)q.frames, (unsigned long long)q.other_frames,
+                    (unsigned long long)q.connections);
         std::string judged;
         for (const auto& e : m.fully_judged()) judged += (judged.empty() ? "" : ", ") + e;
-        std::printf("fully judged endpoints (%s): %s\n", how.c_str(), judged.empty() ? "none (stateless rules only)" : judged.c_str());
+        std::printf("fully judged endpoints (%s): %s\n", how.c_str(),
+                    judged.empty() ? "none (stateless rules only)" : judged.c_str());
         if (o.at.empty() && !judged.empty())
-            std::printf("ACK deadlines ([R-ACK-2], [R-ACK-3]) indeterminate: name the tap's endpoint with --at to judge them\n");
+            std::printf(
+                "ACK deadlines ([R-ACK-2], [R-ACK-3]) indeterminate: name the tap's endpoint with --at to judge "
+                "them\n");
         if (!paths.empty())
-            std::printf("paths judged: %s (%llu frames of other paths skipped; rules across paths indeterminate)\n", o.paths.c_str(),
-                        (unsigned long long)q.other_path_frames);
+            std::printf("paths judged: %s (%llu frames of other paths skipped; rules across paths indeterminate)\n",
+                        o.paths.c_str(), (unsigned long long)q.other_path_frames);
         std::printf("capture quality %.4f (frames of unknown connections %llu, provably missing %llu)\n", q.figure(),
                     (unsigned long long)q.unknown_connection, (unsigned long long)q.tap_loss);
         for (const auto& v : m.violations()) {
-            std::printf("[%s] frame %llu (%s): %s\n  %s\n", v.rule.c_str(), (unsigned long long)v.frame, v.endpoint.c_str(), v.what.c_str(), v.line.c_str());
+            std::printf("[%s] frame %llu (%s): %s\n  %s\n", v.rule.c_str(), (unsigned long long)v.frame,
+                        v.endpoint.c_str(), v.what.c_str(), v.line.c_str());
             if (!v.because.empty()) {
                 std::printf("  state from frames");
                 for (auto f : v.because) std::printf(" %llu", (unsigned long long)f);
@@ -175,16 +182,24 @@ int run(const CheckOptions& o, const GlobalOptions& g) {
             r["indeterminate"] = r["indeterminate"].get<uint64_t>() + t.indeterminate;
         }
         if (violated == 0)
-            std::printf("conformant: %llu checks passed, %llu indeterminate\n", (unsigned long long)checked, (unsigned long long)indeterminate);
+            std::printf("conformant: %llu checks passed, %llu indeterminate\n", (unsigned long long)checked,
+                        (unsigned long long)indeterminate);
         else
-            std::printf("NOT conformant: %llu violations in %llu checks\n", (unsigned long long)violated, (unsigned long long)checked);
+            std::printf("NOT conformant: %llu violations in %llu checks\n", (unsigned long long)violated,
+                        (unsigned long long)checked);
         all_ok = all_ok && violated == 0;
         quality_min = std::min(quality_min, q.figure());
         tap_loss += q.tap_loss;
         for (const auto& e : m.fully_judged()) judged_all.push_back(e);
         for (const auto& c : m.choices()) choices_all.push_back(c);
-        jtaps.push_back({{"tap", tap.label}, {"conformant", violated == 0}, {"frames", tap.frames.size()}, {"mroce_frames", q.frames},
-                         {"quality", q.figure()}, {"tap_loss", q.tap_loss}, {"fully_judged", m.fully_judged()}, {"rules", tap_rules}});
+        jtaps.push_back({{"tap", tap.label},
+                         {"conformant", violated == 0},
+                         {"frames", tap.frames.size()},
+                         {"mroce_frames", q.frames},
+                         {"quality", q.figure()},
+                         {"tap_loss", q.tap_loss},
+                         {"fully_judged", m.fully_judged()},
+                         {"rules", tap_rules}});
     }
     if (mroce_frames == 0) {
         std::cerr << "mroce check: " << o.captures.front() << ": no MRoCE frames (UDP port " << o.udp_port << ")\n";
@@ -193,7 +208,9 @@ int run(const CheckOptions& o, const GlobalOptions& g) {
     if (g.json) {
         std::cout << nlohmann::json{{"captures", o.captures}, {"conformant", all_ok}, {"mroce_frames", mroce_frames},
                                     {"quality", quality_min}, {"tap_loss", tap_loss}, {"fully_judged", judged_all},
-                                    {"rules", rules}, {"violations", vs}, {"choices", choices_all}, {"taps", jtaps}}.dump()
+                                    {"rules", rules},         {"violations", vs},     {"choices", choices_all},
+                                    {"taps", jtaps}}
+                         .dump()
                   << "\n";
     }
     return all_ok ? kExitOk : kExitFailed;
@@ -204,17 +221,20 @@ int run(const CheckOptions& o, const GlobalOptions& g) {
 Runner add_check(CLI::App& app, const GlobalOptions& global) {
     auto o = std::make_shared<CheckOptions>();
     auto* sub = app.add_subcommand("check", "Check captures (pcap or pcapng) against the spec's wire rules");
-    sub->add_option("captures", o->captures, "Capture files; each file, or each interface of a pcapng file, is one tap")->required();
+    sub->add_option("captures", o->captures, "Capture files; each file, or each interface of a pcapng file, is one tap")
+        ->required();
     sub->add_option("--at", o->at, "IP of an endpoint at whose port the taps were taken (default: inferred)");
     sub->add_option("--paths", o->paths, "Path IDs the taps saw, comma-separated (default: all)");
     sub->add_option("--udp-port", o->udp_port, "MRoCE UDP destination port")->capture_default_str();
-    sub->add_option("--tolerance-us", o->tolerance_us, "Allowed processing lag and slack of time bounds")->capture_default_str();
+    sub->add_option("--tolerance-us", o->tolerance_us, "Allowed processing lag and slack of time bounds")
+        ->capture_default_str();
     sub->add_option("--rto-min-us", o->rto_min_us, "The endpoints' configured RTO_MIN")->capture_default_str();
     sub->add_option("--rto-init-us", o->rto_init_us, "The endpoints' configured RTO_INIT")->capture_default_str();
     sub->add_option("--rto-max-us", o->rto_max_us, "The endpoints' configured RTO_MAX")->capture_default_str();
     sub->add_option("--rnr-default-us", o->rnr_default_us, "The endpoints' RNR_DEFAULT")->capture_default_str();
     sub->add_flag("--strict", o->strict, "Also check the SHOULDs");
-    sub->add_option("--max-frames", o->max_frames, "Judge only each capture's first N frames (a capture cut short there)");
+    sub->add_option("--max-frames", o->max_frames,
+                    "Judge only each capture's first N frames (a capture cut short there)");
     return [o, &global] { return run(*o, global); };
 }
 

@@ -43,7 +43,8 @@ struct ConformOptions {
 // What a user reads when a test outlived its wall-clock budget (the watchdog ends the process).
 std::string stuck_message(const std::string& what, std::chrono::milliseconds budget, const std::string& replay) {
     return what + ": not finished after " + std::to_string(budget.count() / 1000) +
-           " s of wall clock: the DUT did not return from one call (a livelock inside the DUT?), so the run stops here; replay: " +
+           " s of wall clock: the DUT did not return from one call (a livelock inside the DUT?), so the run stops "
+           "here; replay: " +
            replay;
 }
 
@@ -63,14 +64,21 @@ int run_replay(const ConformOptions& o, const GlobalOptions& g) {
         std::cerr << "mroce conform: " << o.replay << ": " << e.what() << "\n";
         return kExitMisuse;
     }
-    for (const auto& v : r.violations) std::printf("[%s] frame %llu: %s\n  %s\n", v.rule.c_str(), (unsigned long long)v.frame, v.what.c_str(), v.line.c_str());
+    for (const auto& v : r.violations)
+        std::printf("[%s] frame %llu: %s\n  %s\n", v.rule.c_str(), (unsigned long long)v.frame, v.what.c_str(),
+                    v.line.c_str());
     for (const auto& h : r.harness_failures) std::printf("harness %s\n", h.c_str());
-    std::printf("%s: %s (%zu ops, %zu faults, %llu DUT frames judged)\n", o.replay.c_str(), r.failed ? "FAILS" : "passes", r.ops, r.fates,
-                (unsigned long long)r.frames);
+    std::printf("%s: %s (%zu ops, %zu faults, %llu DUT frames judged)\n", o.replay.c_str(),
+                r.failed ? "FAILS" : "passes", r.ops, r.fates, (unsigned long long)r.frames);
     if (g.json) {
         nlohmann::json vs = nlohmann::json::array();
         for (const auto& v : r.violations) vs.push_back(conform::violation_json(v));
-        std::cout << nlohmann::json{{"trace", o.replay}, {"failed", r.failed}, {"violations", vs}, {"harness", r.harness_failures}}.dump() << "\n";
+        std::cout << nlohmann::json{{"trace", o.replay},
+                                    {"failed", r.failed},
+                                    {"violations", vs},
+                                    {"harness", r.harness_failures}}
+                         .dump()
+                  << "\n";
     }
     return r.failed ? kExitFailed : kExitOk;
 }
@@ -113,14 +121,21 @@ int run_random(const ConformOptions& o, const GlobalOptions& g) {
             tally[rule].violated += t.violated;
             tally[rule].indeterminate += t.indeterminate;
         }
-        if (o.progress && !g.json) std::fprintf(stderr, "[%u/%u] seed %llu: %s\n", done, o.random, (unsigned long long)r.seed, r.failed ? "FAIL" : "ok");
+        if (o.progress && !g.json)
+            std::fprintf(stderr, "[%u/%u] seed %llu: %s\n", done, o.random, (unsigned long long)r.seed,
+                         r.failed ? "FAIL" : "ok");
         if (!r.failed) return;
         ++failed;
         std::printf("FAIL seed %llu (shrunk to %zu ops, %zu faults)\n", (unsigned long long)r.seed, r.ops, r.fates);
-        for (const auto& v : r.violations) std::printf("  [%s] frame %llu: %s\n    %s\n", v.rule.c_str(), (unsigned long long)v.frame, v.what.c_str(), v.line.c_str());
+        for (const auto& v : r.violations)
+            std::printf("  [%s] frame %llu: %s\n    %s\n", v.rule.c_str(), (unsigned long long)v.frame, v.what.c_str(),
+                        v.line.c_str());
         for (const auto& h : r.harness_failures) std::printf("  harness %s\n", h.c_str());
-        std::printf("  replay: %s conform --random 1 --seed %llu%s%s\n", g.program.c_str(), (unsigned long long)r.seed, knob_args.c_str(), canary.c_str());
-        if (!r.trace.empty()) std::printf("  shrunk scenario: %s (%s conform --replay %s%s)\n", r.trace.c_str(), g.program.c_str(), r.trace.c_str(), canary.c_str());
+        std::printf("  replay: %s conform --random 1 --seed %llu%s%s\n", g.program.c_str(), (unsigned long long)r.seed,
+                    knob_args.c_str(), canary.c_str());
+        if (!r.trace.empty())
+            std::printf("  shrunk scenario: %s (%s conform --replay %s%s)\n", r.trace.c_str(), g.program.c_str(),
+                        r.trace.c_str(), canary.c_str());
         nlohmann::json vs = nlohmann::json::array();
         for (const auto& v : r.violations) vs.push_back(conform::violation_json(v));
         runs.push_back({{"seed", r.seed}, {"violations", vs}, {"harness", r.harness_failures}, {"trace", r.trace}});
@@ -129,10 +144,19 @@ int run_random(const ConformOptions& o, const GlobalOptions& g) {
     conform::TestWatchdog watchdog(
         std::chrono::milliseconds(int64_t(o.test_budget_s * 1000)),
         [&](const std::string& label, std::chrono::milliseconds budget) {
-            const std::string m = stuck_message(label, budget, g.program + " conform --random 1 --seed " + std::to_string(current_seed) + knob_args + canary);
+            const std::string m = stuck_message(
+                label, budget,
+                g.program + " conform --random 1 --seed " + std::to_string(current_seed) + knob_args + canary);
             std::printf("FAIL %s\n", m.c_str());
             std::fprintf(stderr, "mroce conform: %s\n", m.c_str());
-            if (g.json) std::cout << nlohmann::json{{"random", o.random}, {"seed", o.seed}, {"failed", failed + 1}, {"failures", runs}, {"stuck", {{"seed", current_seed}, {"what", m}}}}.dump() << "\n";
+            if (g.json)
+                std::cout << nlohmann::json{{"random", o.random},
+                                            {"seed", o.seed},
+                                            {"failed", failed + 1},
+                                            {"failures", runs},
+                                            {"stuck", {{"seed", current_seed}, {"what", m}}}}
+                                 .dump()
+                          << "\n";
         },
         kExitFailed);
     watchdog.arm("random run, seed " + std::to_string(current_seed));
@@ -144,13 +168,20 @@ int run_random(const ConformOptions& o, const GlobalOptions& g) {
     watchdog.disarm();
     uint64_t checked = 0;
     for (const auto& [rule, t] : tally) checked += t.checked;
-    std::printf("%u random runs (seeds %llu..%llu): %u failed, %llu DUT frames judged, %llu checks (knobs: %s)\n", o.random,
-                (unsigned long long)o.seed, (unsigned long long)(o.seed + o.random - 1), failed, (unsigned long long)frames,
-                (unsigned long long)checked, harness::knobs_to_string(ro.knobs).c_str());
+    std::printf("%u random runs (seeds %llu..%llu): %u failed, %llu DUT frames judged, %llu checks (knobs: %s)\n",
+                o.random, (unsigned long long)o.seed, (unsigned long long)(o.seed + o.random - 1), failed,
+                (unsigned long long)frames, (unsigned long long)checked, harness::knobs_to_string(ro.knobs).c_str());
     if (g.json) {
         nlohmann::json rules = nlohmann::json::object();
-        for (const auto& [rule, t] : tally) rules[rule] = {{"checked", t.checked}, {"violated", t.violated}, {"indeterminate", t.indeterminate}};
-        std::cout << nlohmann::json{{"random", o.random}, {"seed", o.seed}, {"failed", failed}, {"failures", runs}, {"rules", rules}}.dump() << "\n";
+        for (const auto& [rule, t] : tally)
+            rules[rule] = {{"checked", t.checked}, {"violated", t.violated}, {"indeterminate", t.indeterminate}};
+        std::cout << nlohmann::json{{"random", o.random},
+                                    {"seed", o.seed},
+                                    {"failed", failed},
+                                    {"failures", runs},
+                                    {"rules", rules}}
+                         .dump()
+                  << "\n";
     }
     return failed ? kExitFailed : kExitOk;
 }
@@ -177,7 +208,8 @@ std::vector<std::string> script_files(const std::vector<std::string>& given) {
 bool parse_mac(const std::string& s, std::array<uint8_t, 6>& mac) {
     unsigned b[6];
     char tail;
-    if (std::sscanf(s.c_str(), "%x:%x:%x:%x:%x:%x%c", &b[0], &b[1], &b[2], &b[3], &b[4], &b[5], &tail) != 6) return false;
+    if (std::sscanf(s.c_str(), "%x:%x:%x:%x:%x:%x%c", &b[0], &b[1], &b[2], &b[3], &b[4], &b[5], &tail) != 6)
+        return false;
     for (int i = 0; i < 6; ++i) {
         if (b[i] > 255) return false;
         mac[i] = uint8_t(b[i]);
@@ -283,8 +315,8 @@ int run(const ConformOptions& o, const GlobalOptions& g) {
         conform::print_table(std::cout, rs);
         std::map<std::string, int> n;
         for (const auto& r : rs) ++n[conform::outcome_name(r.outcome)];
-        std::printf("%zu tests: %d pass, %d fail, %d timing, %d unsupported, %d error (DUT: %s)\n", rs.size(), n["pass"],
-                    n["fail"], n["timing"], n["unsupported"], n["error"], dut_name.c_str());
+        std::printf("%zu tests: %d pass, %d fail, %d timing, %d unsupported, %d error (DUT: %s)\n", rs.size(),
+                    n["pass"], n["fail"], n["timing"], n["unsupported"], n["error"], dut_name.c_str());
         if (!o.out_dir.empty()) std::printf("pcap and canonical trace per test in %s/\n", o.out_dir.c_str());
         try {
             if (!o.junit.empty()) conform::write_junit(o.junit, rs, dut_name);
@@ -352,8 +384,10 @@ Runner add_conform(CLI::App& app, const GlobalOptions& global) {
     auto* sub = app.add_subcommand("conform", "Run the conformance suite against a device under test");
     sub->add_option("--dut", o->dut, "inproc (our engine, in this process) or agent=ADDR (unix:/path or HOST:PORT)")
         ->capture_default_str();
-    sub->add_option("--port", o->port, "With an agent: the runner's DPDK port to the DUT (af_packet:IF, af_xdp:IF, memif:client:/s.sock)");
-    sub->add_option("--canary", o->canary, "inproc only: a deliberately broken DUT (ack-lies, no-retx-flag, ecn, livelock)");
+    sub->add_option("--port", o->port,
+                    "With an agent: the runner's DPDK port to the DUT (af_packet:IF, af_xdp:IF, memif:client:/s.sock)");
+    sub->add_option("--canary", o->canary,
+                    "inproc only: a deliberately broken DUT (ack-lies, no-retx-flag, ecn, livelock)");
     sub->add_option("scripts", o->scripts, "Script files or folders (default: traces/conformance)");
     sub->add_option("--only", o->only, "Only tests whose ID or requirement matches this glob (R-ACK-*, ...)");
     sub->add_flag("--strict", o->strict, "Also run the SHOULD-level tests and checks");
@@ -362,10 +396,13 @@ Runner add_conform(CLI::App& app, const GlobalOptions& global) {
                   "(default=): for a DUT that makes the defaults, as our engine does");
     sub->add_flag("--list", o->list, "List the tests and the requirements they check; run nothing");
     sub->add_option("--junit", o->junit, "Write a JUnit XML report (testcase = test ID)");
-    sub->add_option("--out", o->out_dir, "Folder for each test's pcap and canonical trace ('' for none)")->capture_default_str();
-    sub->add_option("--tolerance-us", o->tolerance_us, "Slack of time bounds and allowed processing lag (default: 0 in virtual time, 5000 us otherwise)");
+    sub->add_option("--out", o->out_dir, "Folder for each test's pcap and canonical trace ('' for none)")
+        ->capture_default_str();
+    sub->add_option("--tolerance-us", o->tolerance_us,
+                    "Slack of time bounds and allowed processing lag (default: 0 in virtual time, 5000 us otherwise)");
     sub->add_option("--late-us", o->late_us,
-                    "How late (us, on top of the tolerance) an expected frame may come over a real port: timers may fire late [R-CONF-2] (default: 0 in virtual time, 20000 otherwise)");
+                    "How late (us, on top of the tolerance) an expected frame may come over a real port: timers may "
+                    "fire late [R-CONF-2] (default: 0 in virtual time, 20000 otherwise)");
     sub->add_option("--late-prop", o->late_prop,
                     "The same as a proportion of the bound (default: 0 in virtual time, 0.5 otherwise)");
     sub->add_option("--tester-mac", o->tester_mac, "With an agent: the tester's MAC")->capture_default_str();
@@ -373,7 +410,8 @@ Runner add_conform(CLI::App& app, const GlobalOptions& global) {
     sub->add_option("--lcores", o->lcores, "With an agent: EAL --lcores of the runner's port")->capture_default_str();
     sub->add_option("--file-prefix", o->file_prefix, "With an agent: EAL --file-prefix of the runner's port");
     sub->add_flag("!--no-progress", o->progress, "No progress lines on stderr");
-    sub->add_option("--random", o->random, "Randomised mode: N runs of the model as a legal peer with random workloads and faults");
+    sub->add_option("--random", o->random,
+                    "Randomised mode: N runs of the model as a legal peer with random workloads and faults");
     sub->add_option("--seed", o->seed, "Randomised mode: the first seed (run i uses seed + i)")->capture_default_str();
     sub->add_option("--knob", o->knobs, "Randomised mode: a fault/workload knob NAME=VALUE (as mroce sim)");
     sub->add_flag("--no-shrink", o->no_shrink, "Randomised mode: report a failure without shrinking it");
@@ -382,7 +420,8 @@ Runner add_conform(CLI::App& app, const GlobalOptions& global) {
                     "reporting it failed: catches a DUT that never returns from one call (0: no limit)")
         ->capture_default_str()
         ->check(CLI::NonNegativeNumber);
-    sub->add_option("--replay", o->replay, "Rerun a scenario a failing randomised run wrote (its .trace) through the monitor");
+    sub->add_option("--replay", o->replay,
+                    "Rerun a scenario a failing randomised run wrote (its .trace) through the monitor");
     return [o, &global] { return run(*o, global); };
 }
 

@@ -20,8 +20,12 @@ Runner add_demo(CLI::App& app, const GlobalOptions& global) {
         bool quiet = false;
     };
     auto o = std::make_shared<Opts>();
-    sub->add_option("--mib", o->mib, "MiB to move per run")->capture_default_str()->check(CLI::Range(uint64_t(1), uint64_t(1) << 20));
-    sub->add_option("--loss", o->loss, "Loss of the second run, percent")->capture_default_str()->check(CLI::Range(0.0, 100.0));
+    sub->add_option("--mib", o->mib, "MiB to move per run")
+        ->capture_default_str()
+        ->check(CLI::Range(uint64_t(1), uint64_t(1) << 20));
+    sub->add_option("--loss", o->loss, "Loss of the second run, percent")
+        ->capture_default_str()
+        ->check(CLI::Range(0.0, 100.0));
     sub->add_flag("-q,--quiet", o->quiet, "No progress line");
     return [o, &global]() {
         using nlohmann::json;

@@ -46,11 +46,11 @@ namespace {
 
 using nlohmann::json;
 
-constexpr uint64_t kTableBytes = 32ull << 20;  // pattern table (source of every message)
-constexpr uint64_t kDstBytes = 32ull << 20;    // server's Write destination
-constexpr uint64_t kDstIova = 0x100000000ull;  // server region 0
-constexpr uint64_t kRecvIova = 0x200000000ull; // server region 1
-constexpr uint64_t kSrcIova = 0x300000000ull;  // server region 2 (the table, for Reads)
+constexpr uint64_t kTableBytes = 32ull << 20;   // pattern table (source of every message)
+constexpr uint64_t kDstBytes = 32ull << 20;     // server's Write destination
+constexpr uint64_t kDstIova = 0x100000000ull;   // server region 0
+constexpr uint64_t kRecvIova = 0x200000000ull;  // server region 1
+constexpr uint64_t kSrcIova = 0x300000000ull;   // server region 2 (the table, for Reads)
 constexpr uint32_t kAll = access::kLocalWrite | access::kRemoteWrite | access::kRemoteRead;
 
 // n-th registration's rkey (mroce.hpp, Device::reg_mr).
@@ -83,10 +83,14 @@ bool is_send(PerfOp op, uint64_t i) { return op == PerfOp::Send || (op == PerfOp
 
 const char* op_name(PerfOp op) {
     switch (op) {
-        case PerfOp::Write: return "write";
-        case PerfOp::Send: return "send";
-        case PerfOp::Read: return "read";
-        case PerfOp::Mixed: return "mixed";
+        case PerfOp::Write:
+            return "write";
+        case PerfOp::Send:
+            return "send";
+        case PerfOp::Read:
+            return "read";
+        case PerfOp::Mixed:
+            return "mixed";
     }
     return "?";
 }
@@ -100,13 +104,13 @@ struct Common {
     uint32_t depth = 64;
     uint16_t paths = 4, streams = 4, max_payload = 4096;
     uint16_t window_cap = 256;
-    uint32_t peer_timeout_us = 0;  // 0: the engine's default
+    uint32_t peer_timeout_us = 0;             // 0: the engine's default
     uint32_t rto_min_us = 0, pto_min_us = 0;  // 0: the engine's default
-    uint32_t bad_rkey_every = 0;  // 0: none; else message i with i % N == N - 1 (a Write) uses kBadRkey
-    uint32_t recv_depth = 0;      // server: receives posted ahead per stream (0: max(depth, 16))
-    uint32_t recv_hold_us = 0;    // server: a consumed receive is posted again only after this long
-    uint16_t rnr_detail = 0;      // server: Detail of its RNR NAKs (10 µs units; 0: the RNR default)
-    bool expect_rnr_failures = false;  // client: RnrRetryExceeded completions are expected, not errors
+    uint32_t bad_rkey_every = 0;              // 0: none; else message i with i % N == N - 1 (a Write) uses kBadRkey
+    uint32_t recv_depth = 0;                  // server: receives posted ahead per stream (0: max(depth, 16))
+    uint32_t recv_hold_us = 0;                // server: a consumed receive is posted again only after this long
+    uint16_t rnr_detail = 0;                  // server: Detail of its RNR NAKs (10 µs units; 0: the RNR default)
+    bool expect_rnr_failures = false;         // client: RnrRetryExceeded completions are expected, not errors
     uint32_t dst_slots() const { return uint32_t(kDstBytes / msg); }
     bool bad_key(uint64_t i) const {
         return bad_rkey_every && !is_send(op, i) && op != PerfOp::Read && i % bad_rkey_every == bad_rkey_every - 1;
@@ -259,8 +263,8 @@ public:
             Result r;
             if (c_.op == PerfOp::Read) {
                 const uint64_t slot = i % c_.depth;
-                r = d_.post_read(conn, s, i, Sge{sink_mr_.iova + slot * c_.msg, c_.msg, sink_mr_.lkey},
-                                 kSrcIova + off, rkey_of(2));
+                r = d_.post_read(conn, s, i, Sge{sink_mr_.iova + slot * c_.msg, c_.msg, sink_mr_.lkey}, kSrcIova + off,
+                                 rkey_of(2));
             } else if (is_send(c_.op, i)) {
                 r = d_.post_send(conn, s, i, Sge{src_mr_.iova + off, c_.msg, src_mr_.lkey});
             } else {
@@ -286,8 +290,9 @@ public:
                 ++completed_;
                 if (c_.bad_key(w.wr_id) != (w.status == Status::RemoteAccess)) {
                     ++bad;
-                    fail(std::string("message ") + std::to_string(w.wr_id) + (c_.bad_key(w.wr_id) ? " with a key naming no region" : "") +
-                         " completed " + status_name(w.status));
+                    fail(std::string("message ") + std::to_string(w.wr_id) +
+                         (c_.bad_key(w.wr_id) ? " with a key naming no region" : "") + " completed " +
+                         status_name(w.status));
                     continue;
                 }
                 if (w.status == Status::RemoteAccess) {
@@ -351,7 +356,8 @@ private:
 
 // Retransmissions by the rule that declared their PSN lost, and the spurious ones among them.
 json causes_json(const RetransmissionCauses& k) {
-    return {{"gap", k.gap}, {"probe", k.probe}, {"rto", k.rto}, {"rnr", k.rnr}, {"nak", k.nak}, {"spurious", k.spurious}};
+    return {{"gap", k.gap}, {"probe", k.probe}, {"rto", k.rto},
+            {"rnr", k.rnr}, {"nak", k.nak},     {"spurious", k.spurious}};
 }
 
 json path_stats(const Device& d, uint32_t conn) {
@@ -594,7 +600,8 @@ json run_loopback(const LoopbackParams& p, Timeline* timeline = nullptr) {
         if (client.completed() >= stop_posting && client.completed() == client.posted()) {
             // Writes and Sends are acknowledged only once placed, so every receive completion is
             // out or about to be: a few more turns pick up those still in the CQ.
-            for (uint64_t t = clock.now_us(); c.op != PerfOp::Read && server.verified_msgs < client.completed() && clock.now_us() - t < 1000000;) {
+            for (uint64_t t = clock.now_us();
+                 c.op != PerfOp::Read && server.verified_msgs < client.completed() && clock.now_us() - t < 1000000;) {
                 spin();
                 server.poll(clock.now_us());
             }
@@ -621,12 +628,14 @@ json run_loopback(const LoopbackParams& p, Timeline* timeline = nullptr) {
     r["verified_bytes"] = verified_bytes;
     r["verified"] = ok;
     r["errors"] = client.errors + server.errors;
-    if (!client.first_error.empty()) r["error"] = client.first_error;
-    else if (!server.first_error.empty()) r["error"] = server.first_error;
-    else if (!stall.empty()) r["error"] = stall;
+    if (!client.first_error.empty())
+        r["error"] = client.first_error;
+    else if (!server.first_error.empty())
+        r["error"] = server.first_error;
+    else if (!stall.empty())
+        r["error"] = stall;
     r["planes_b"] = plane_stats(ctx, pb);
-    if (timeline)
-        r["timeline"] = finish_timeline(*timeline, clock.now_us(), *a, conn, tx_queue_depth(ctx, pa));
+    if (timeline) r["timeline"] = finish_timeline(*timeline, clock.now_us(), *a, conn, tx_queue_depth(ctx, pa));
     r["receiver"] = {{"duplicates", b->counters().duplicates},
                      {"naks_sent", b->counters().naks_sent},
                      {"acks_sent", b->counters().acks_sent},
@@ -727,7 +736,8 @@ json run_net(bool is_server, const NetParams& np, dpdk::IoOptions o, bool progre
                {"duplicates", d->counters().duplicates},
                {"naks_sent", d->counters().naks_sent},
                {"planes", plane_stats(ctx, planes)}};
-        if (timeline && up) r["timeline"] = finish_timeline(*timeline, clock.now_us(), *d, conn, tx_queue_depth(ctx, planes));
+        if (timeline && up)
+            r["timeline"] = finish_timeline(*timeline, clock.now_us(), *d, conn, tx_queue_depth(ctx, planes));
         if (!server.first_error.empty()) r["error"] = server.first_error;
         r["verified"] = up && down && down_status == Status::Success && server.errors == 0 && server.bad == 0 &&
                         (np.op == PerfOp::Read || server.verified_msgs > 0);
@@ -809,25 +819,26 @@ PerfOp parse_op(const std::string& s) {
 
 void print_human(const json& r) {
     if (r.value("role", "") == "server") {
-        std::cout << "server: " << r.value("verified_messages", 0ull) << " messages, " << r.value("verified_bytes", 0ull)
-                  << " bytes verified in " << r.value("seconds", 0.0) << " s  close " << r.value("close_status", "?")
-                  << "  duplicates " << r.value("duplicates", 0ull) << "  NAKs sent " << r.value("naks_sent", 0ull)
-                  << "\n";
+        std::cout << "server: " << r.value("verified_messages", 0ull) << " messages, "
+                  << r.value("verified_bytes", 0ull) << " bytes verified in " << r.value("seconds", 0.0) << " s  close "
+                  << r.value("close_status", "?") << "  duplicates " << r.value("duplicates", 0ull) << "  NAKs sent "
+                  << r.value("naks_sent", 0ull) << "\n";
         std::printf("goodput %.3f Gb/s (verified at the receiver)\n", r.value("goodput_gbps", 0.0));
     } else {
-    std::cout << "op " << r.value("op", "?") << "  msg " << r.value("msg_size", 0) << " B  messages "
-              << r.value("messages", 0) << "  bytes " << r.value("bytes", 0) << "  seconds " << r.value("seconds", 0.0)
-              << "\n";
-    std::printf("goodput %.3f Gb/s  %.0f msg/s  retransmissions %llu  repaths %llu\n", r.value("goodput_gbps", 0.0),
-                r.value("msgs_per_s", 0.0), (unsigned long long)r.value("retransmissions", 0ull),
-                (unsigned long long)r.value("repaths", 0ull));
-    if (r.contains("retx_by_cause")) {
-        const json& k = r["retx_by_cause"];
-        std::printf("retransmissions by cause: gap %llu  probe %llu  rto %llu  rnr %llu  nak %llu;  spurious %llu\n",
-                    (unsigned long long)k.value("gap", 0ull), (unsigned long long)k.value("probe", 0ull),
-                    (unsigned long long)k.value("rto", 0ull), (unsigned long long)k.value("rnr", 0ull),
-                    (unsigned long long)k.value("nak", 0ull), (unsigned long long)k.value("spurious", 0ull));
-    }
+        std::cout << "op " << r.value("op", "?") << "  msg " << r.value("msg_size", 0) << " B  messages "
+                  << r.value("messages", 0) << "  bytes " << r.value("bytes", 0) << "  seconds "
+                  << r.value("seconds", 0.0) << "\n";
+        std::printf("goodput %.3f Gb/s  %.0f msg/s  retransmissions %llu  repaths %llu\n", r.value("goodput_gbps", 0.0),
+                    r.value("msgs_per_s", 0.0), (unsigned long long)r.value("retransmissions", 0ull),
+                    (unsigned long long)r.value("repaths", 0ull));
+        if (r.contains("retx_by_cause")) {
+            const json& k = r["retx_by_cause"];
+            std::printf(
+                "retransmissions by cause: gap %llu  probe %llu  rto %llu  rnr %llu  nak %llu;  spurious %llu\n",
+                (unsigned long long)k.value("gap", 0ull), (unsigned long long)k.value("probe", 0ull),
+                (unsigned long long)k.value("rto", 0ull), (unsigned long long)k.value("rnr", 0ull),
+                (unsigned long long)k.value("nak", 0ull), (unsigned long long)k.value("spurious", 0ull));
+        }
     }
     std::fflush(stdout);
     if (r.contains("latency_us"))
@@ -867,9 +878,7 @@ json run_loopback_forked(const LoopbackParams& p) {
         std::string out;
         try {
             out = run_loopback(p).dump();
-        } catch (const std::exception& e) {
-            out = json{{"error", e.what()}, {"verified", false}}.dump();
-        }
+        } catch (const std::exception& e) { out = json{{"error", e.what()}, {"verified", false}}.dump(); }
         size_t off = 0;
         while (off < out.size()) {
             const ssize_t w = write(fds[1], out.data() + off, out.size() - off);
@@ -919,12 +928,21 @@ Runner add_perf(CLI::App& app, const GlobalOptions& global) {
         ->check(CLI::IsMember({"loopback", "server", "client"}))
         ->capture_default_str();
     sub->add_option("--op", o->op, "write | send | read | mixed")->capture_default_str();
-    sub->add_option("-s,--size", o->size, "Message size in bytes")->capture_default_str()->check(CLI::Range(uint64_t(1), uint64_t(1) << 30));
+    sub->add_option("-s,--size", o->size, "Message size in bytes")
+        ->capture_default_str()
+        ->check(CLI::Range(uint64_t(1), uint64_t(1) << 30));
     sub->add_option("-n,--iters", o->iters, "Messages to move (default: 1 GiB worth in loopback, 10000 otherwise)");
-    sub->add_option("-D,--duration", o->duration, "Run for this many seconds instead of -n")->check(CLI::NonNegativeNumber);
-    sub->add_option("-t,--tx-depth", o->depth, "Messages outstanding")->capture_default_str()->check(CLI::Range(1, 65536));
-    sub->add_option("--paths", o->paths, "Paths offered (1..256, [R-HDR-26])")->capture_default_str()->check(CLI::Range(1, 256));
-    sub->add_option("--streams", o->streams, "Streams offered (1..65535, [R-HDR-26])")->capture_default_str()->check(CLI::Range(1, 65535));
+    sub->add_option("-D,--duration", o->duration, "Run for this many seconds instead of -n")
+        ->check(CLI::NonNegativeNumber);
+    sub->add_option("-t,--tx-depth", o->depth, "Messages outstanding")
+        ->capture_default_str()
+        ->check(CLI::Range(1, 65536));
+    sub->add_option("--paths", o->paths, "Paths offered (1..256, [R-HDR-26])")
+        ->capture_default_str()
+        ->check(CLI::Range(1, 256));
+    sub->add_option("--streams", o->streams, "Streams offered (1..65535, [R-HDR-26])")
+        ->capture_default_str()
+        ->check(CLI::Range(1, 65535));
     sub->add_option("--planes", o->planes, "Loopback: ring planes")->capture_default_str()->check(CLI::Range(1, 16));
     sub->add_option("-m,--max-payload", o->mtu_payload, "Max payload per packet (default 4096 loopback, 1024 ports)")
         ->check(CLI::Validator(
@@ -932,17 +950,21 @@ Runner add_perf(CLI::App& app, const GlobalOptions& global) {
                 unsigned long n = 0;
                 try {
                     n = std::stoul(v);
-                } catch (const std::exception&) {
-                    return "not a number";
-                }
+                } catch (const std::exception&) { return "not a number"; }
                 return n >= 256 && n <= 8192 && n % 64 == 0 ? "" : "must be 256..8192 and a multiple of 64 [R-HDR-26]";
             },
             "256..8192, a multiple of 64"));
-    sub->add_option("--loss", o->loss, "Random loss in percent on every port's rx (our impairment layer)")->check(CLI::Range(0.0, 100.0));
-    sub->add_option("--timeout", o->timeout, "Server/client: give up after this many seconds")->capture_default_str()->check(CLI::PositiveNumber);
-    sub->add_option("--peer-timeout-us", o->peer_timeout_us, "Server/client: the engine's peer timeout (default: its own)");
-    sub->add_option("--rto-min-us", o->rto_min_us, "The engine's minimum RTO (0: the spec's 100 µs)")->capture_default_str();
-    sub->add_option("--pto-min-us", o->pto_min_us, "The engine's minimum tail-probe timeout (0: the spec's 20 µs)")->capture_default_str();
+    sub->add_option("--loss", o->loss, "Random loss in percent on every port's rx (our impairment layer)")
+        ->check(CLI::Range(0.0, 100.0));
+    sub->add_option("--timeout", o->timeout, "Server/client: give up after this many seconds")
+        ->capture_default_str()
+        ->check(CLI::PositiveNumber);
+    sub->add_option("--peer-timeout-us", o->peer_timeout_us,
+                    "Server/client: the engine's peer timeout (default: its own)");
+    sub->add_option("--rto-min-us", o->rto_min_us, "The engine's minimum RTO (0: the spec's 100 µs)")
+        ->capture_default_str();
+    sub->add_option("--pto-min-us", o->pto_min_us, "The engine's minimum tail-probe timeout (0: the spec's 20 µs)")
+        ->capture_default_str();
     sub->add_option("--window-cap", o->window_cap, "Server/client: the Window Cap offered (1..256) [R-CC-1]")
         ->check(CLI::Range(1, 256))
         ->capture_default_str();
@@ -950,11 +972,13 @@ Runner add_perf(CLI::App& app, const GlobalOptions& global) {
                     "Server/client (both): every N-th Write carries a key naming no region; the client expects "
                     "RemoteAccess, the server Canceled [R-REL-9]")
         ->check(CLI::Range(2u, 1u << 30));
-    sub->add_option("--recv-depth", o->recv_depth, "Server: receives posted ahead per stream (default max(tx-depth, 16))")
+    sub->add_option("--recv-depth", o->recv_depth,
+                    "Server: receives posted ahead per stream (default max(tx-depth, 16))")
         ->check(CLI::Range(1u, 8192u));
     sub->add_option("--recv-hold-us", o->recv_hold_us,
                     "Server: post a consumed receive again only after this long (draws RNR NAKs [R-PLC-7])");
-    sub->add_option("--rnr-detail", o->rnr_detail, "Server: Detail of its RNR NAKs, 10 µs units (0: the sender's RNR default)");
+    sub->add_option("--rnr-detail", o->rnr_detail,
+                    "Server: Detail of its RNR NAKs, 10 µs units (0: the sender's RNR default)");
     sub->add_flag("--expect-rnr-failures", o->expect_rnr_failures,
                   "Client: RnrRetryExceeded completions are expected (a starved server), counted, not errors");
     sub->add_flag("-q,--quiet", o->quiet, "No progress line");
@@ -975,19 +999,19 @@ Runner add_perf(CLI::App& app, const GlobalOptions& global) {
             if (!o->timeline.empty()) {
                 try {
                     timeline = std::make_unique<Timeline>(o->timeline, o->timeline_interval_us);
-                } catch (const std::runtime_error& e) {
-                    throw CLI::ValidationError("--timeline", e.what());
-                }
+                } catch (const std::runtime_error& e) { throw CLI::ValidationError("--timeline", e.what()); }
             }
             std::string impair = o->io.impair_rx;
             if (o->loss > 0) {
-                impair += (impair.empty() ? "" : " ") + std::string("loss_ppm=") + std::to_string(uint32_t(o->loss * 1e4));
+                impair +=
+                    (impair.empty() ? "" : " ") + std::string("loss_ppm=") + std::to_string(uint32_t(o->loss * 1e4));
             }
             if (o->role == "loopback") {
                 if (o->window_cap != 256 || o->bad_rkey_every || o->recv_depth || o->recv_hold_us || o->rnr_detail ||
                     o->expect_rnr_failures)
-                    throw CLI::ValidationError("--window-cap/--bad-rkey-every/--recv-*/--rnr-detail/--expect-rnr-failures",
-                                               "apply to server and client runs, not loopback");
+                    throw CLI::ValidationError(
+                        "--window-cap/--bad-rkey-every/--recv-*/--rnr-detail/--expect-rnr-failures",
+                        "apply to server and client runs, not loopback");
                 LoopbackParams p;
                 p.op = op;
                 p.msg_size = o->size;
@@ -1028,7 +1052,8 @@ Runner add_perf(CLI::App& app, const GlobalOptions& global) {
                 np.rnr_detail = o->rnr_detail;
                 np.expect_rnr_failures = o->expect_rnr_failures;
                 if (np.bad_rkey_every && (op == PerfOp::Send || op == PerfOp::Read))
-                    throw CLI::ValidationError("--bad-rkey-every", "needs --op write or mixed (a key travels with Writes)");
+                    throw CLI::ValidationError("--bad-rkey-every",
+                                               "needs --op write or mixed (a key travels with Writes)");
                 if (np.recv_depth && np.streams * np.recv_depth > 8192)
                     throw CLI::ValidationError("--recv-depth", "streams x depth must be at most 8192");
                 dpdk::IoOptions io = o->io;
@@ -1038,9 +1063,7 @@ Runner add_perf(CLI::App& app, const GlobalOptions& global) {
         } catch (const CLI::ValidationError& e) {
             std::cerr << "mroce perf: " << e.what() << "\n";
             return kExitMisuse;
-        } catch (const std::exception& e) {
-            r = {{"error", e.what()}, {"verified", false}};
-        }
+        } catch (const std::exception& e) { r = {{"error", e.what()}, {"verified", false}}; }
         r["command"] = "perf";
         print_human(r);
         if (global.json) std::cout << r.dump() << "\n";

@@ -21,17 +21,17 @@ struct LoopbackParams {
     uint64_t total_bytes = uint64_t(1) << 30;
     double duration_s = 0;
     uint32_t msg_size = 65536;
-    uint32_t depth = 64;          // messages outstanding at once
+    uint32_t depth = 64;  // messages outstanding at once
     uint16_t paths = 4, streams = 4, planes = 2;
     uint16_t max_payload = 4096;
     // Timer minima for a software host (0: the spec's 100 / 20 µs): the poll loop of one thread
     // running both ends stalls for far longer than the spec's minima (page faults, the peer's turn).
     uint32_t rto_min_us = 2000, pto_min_us = 500;
     uint32_t ce_backlog = UINT32_MAX;  // dpdk::IoOptions::ce_backlog (UINT32_MAX: auto, on for rings)
-    std::string impair;           // impair_from_string() text, applied on every port's rx; empty: none
+    std::string impair;                // impair_from_string() text, applied on every port's rx; empty: none
     std::string pcap;
-    std::string file_prefix;      // EAL file prefix (empty: derived from the pid)
-    std::string label;            // shown in the progress line
+    std::string file_prefix;  // EAL file prefix (empty: derived from the pid)
+    std::string label;        // shown in the progress line
     bool progress = true;
 };
 

@@ -20,7 +20,7 @@ namespace {
 struct ReplayOptions {
     std::string file;
     std::string engine = "model";
-    std::string save;  // write the rerun's whole trace here
+    std::string save;     // write the rerun's whole trace here
     bool canary = false;  // lockstep only: plant the test-only engine bug of `mroce diff --canary`
 };
 
@@ -53,32 +53,29 @@ int run_replay(const ReplayOptions& o, const GlobalOptions& global) {
     }
     if (!o.save.empty()) {
         std::ofstream out(o.save);
-        out << harness::to_trace(parsed.scenario, parsed.mode, rr.result, rr.violations,
-                                 parsed.canonical_packets);
+        out << harness::to_trace(parsed.scenario, parsed.mode, rr.result, rr.violations, parsed.canonical_packets);
         if (!out) {
             std::cerr << "mroce replay: cannot write " << o.save << "\n";
             return kExitMisuse;
         }
     }
     const bool recorded = !parsed.lines.empty();
-    std::cout << "replay " << o.file << " (engine " << o.engine << ", check "
-              << harness::check_mode_name(parsed.mode) << ")\n";
+    std::cout << "replay " << o.file << " (engine " << o.engine << ", check " << harness::check_mode_name(parsed.mode)
+              << ")\n";
     if (!recorded)
         std::cout << "reproduced: - (no recorded events: the scenario was run and judged)\n";
     else if (rr.reproduced)
         std::cout << "reproduced: yes (" << parsed.lines.size() << " events)\n";
     else
         std::cout << "reproduced: NO, first difference at event " << rr.first_diff
-                  << "\n  recorded: " << rr.recorded_line << "\n  replayed: " << rr.replayed_line
-                  << "\n";
+                  << "\n  recorded: " << rr.recorded_line << "\n  replayed: " << rr.replayed_line << "\n";
     if (rr.violations.empty()) {
         std::cout << "verdict: pass\n";
     } else {
-        std::cout << "verdict: fail (" << rr.violations.size() << " violation"
-                  << (rr.violations.size() == 1 ? "" : "s") << ")\n"
-                  << "first violation: " << rr.violations.front().check
-                  << " t=" << rr.violations.front().at << " " << rr.violations.front().detail
-                  << "\n";
+        std::cout << "verdict: fail (" << rr.violations.size() << " violation" << (rr.violations.size() == 1 ? "" : "s")
+                  << ")\n"
+                  << "first violation: " << rr.violations.front().check << " t=" << rr.violations.front().at << " "
+                  << rr.violations.front().detail << "\n";
     }
     const bool pass = rr.reproduced && rr.violations.empty();
     if (global.json) {
@@ -94,10 +91,9 @@ int run_replay(const ReplayOptions& o, const GlobalOptions& global) {
                                               : nlohmann::json{{"index", rr.first_diff},
                                                                {"recorded", rr.recorded_line},
                                                                {"replayed", rr.replayed_line}};
-        j["first_violation"] =
-            rr.violations.empty()
-                ? nlohmann::json(nullptr)
-                : nlohmann::json(rr.violations.front().check + ": " + rr.violations.front().detail);
+        j["first_violation"] = rr.violations.empty()
+                                   ? nlohmann::json(nullptr)
+                                   : nlohmann::json(rr.violations.front().check + ": " + rr.violations.front().detail);
         std::cout << j.dump() << "\n";
     }
     return pass ? kExitOk : kExitFailed;
@@ -106,8 +102,7 @@ int run_replay(const ReplayOptions& o, const GlobalOptions& global) {
 }  // namespace
 
 Runner add_replay(CLI::App& app, const GlobalOptions& global) {
-    auto* sub = app.add_subcommand(
-        "replay", "Rerun a harness trace: does it reproduce, and does it pass its checks?");
+    auto* sub = app.add_subcommand("replay", "Rerun a harness trace: does it reproduce, and does it pass its checks?");
     auto o = std::make_shared<ReplayOptions>();
     sub->add_option("file", o->file, "Trace file ('-' reads standard input)")->required();
     sub->add_option("--engine", o->engine, "Implementation that reruns the trace")

@@ -31,8 +31,8 @@ struct SimOptions {
 };
 
 struct Totals {
-    uint64_t runs = 0, frames = 0, completions = 0, violations = 0, failed = 0, may_fail = 0,
-             multi = 0, conn_failed = 0, canceled = 0;
+    uint64_t runs = 0, frames = 0, completions = 0, violations = 0, failed = 0, may_fail = 0, multi = 0,
+             conn_failed = 0, canceled = 0;
 };
 
 std::string knob_help() {
@@ -81,12 +81,9 @@ int run_sim(const SimOptions& o, const GlobalOptions& global) {
     using Clock = std::chrono::steady_clock;  // progress and --minutes only, never results
     const auto start = Clock::now();
     auto last_progress = start;
-    const auto elapsed = [&] {
-        return std::chrono::duration<double>(Clock::now() - start).count();
-    };
+    const auto elapsed = [&] { return std::chrono::duration<double>(Clock::now() - start).count(); };
     std::cout << "mroce sim: seed " << o.seed << ", "
-              << (o.minutes > 0 ? std::to_string(o.minutes) + " minute(s)"
-                                : std::to_string(o.runs) + " run(s)")
+              << (o.minutes > 0 ? std::to_string(o.minutes) + " minute(s)" : std::to_string(o.runs) + " run(s)")
               << ", knobs: " << harness::knobs_to_string(k) << "\n";
 
     Totals t;
@@ -114,8 +111,7 @@ int run_sim(const SimOptions& o, const GlobalOptions& global) {
         if (!v.empty()) {
             ++t.failed;
             for (size_t j = 0; j < v.size() && j < 3; ++j)
-                std::cout << "  violation " << v[j].check << " t=" << v[j].at << " " << v[j].detail
-                          << "\n";
+                std::cout << "  violation " << v[j].check << " t=" << v[j].at << " " << v[j].detail << "\n";
             nlohmann::json f{{"run", i},
                              {"seed", seed},
                              {"violations", v.size()},
@@ -123,9 +119,8 @@ int run_sim(const SimOptions& o, const GlobalOptions& global) {
             if (t.failed <= o.max_traces) {
                 const auto traced = harness::run(g.scenario);  // same run, with event lines
                 const auto tv = harness::check_scenario(g.scenario, traced, g.mode);
-                const std::string file = (std::filesystem::path(o.trace_dir) /
-                                          ("mroce-sim-" + std::to_string(seed) + ".trace"))
-                                             .string();
+                const std::string file =
+                    (std::filesystem::path(o.trace_dir) / ("mroce-sim-" + std::to_string(seed) + ".trace")).string();
                 std::ofstream out(file);
                 out << harness::to_trace(g.scenario, g.mode, traced, tv);
                 if (!out) {
@@ -145,9 +140,8 @@ int run_sim(const SimOptions& o, const GlobalOptions& global) {
                       << static_cast<uint64_t>(elapsed()) << " s\n";
         }
     }
-    std::cout << "total runs=" << t.runs << " frames=" << t.frames
-              << " completions=" << t.completions << " violations=" << t.violations
-              << " failed_runs=" << t.failed << " (handshake faults: " << t.may_fail
+    std::cout << "total runs=" << t.runs << " frames=" << t.frames << " completions=" << t.completions
+              << " violations=" << t.violations << " failed_runs=" << t.failed << " (handshake faults: " << t.may_fail
               << ", several connections: " << t.multi << ", a connection failed: " << t.conn_failed
               << ", Canceled receives: " << t.canceled << ")\n";
     std::cout << (t.failed == 0 ? "PASS" : "FAIL") << "\n";
@@ -175,24 +169,17 @@ int run_sim(const SimOptions& o, const GlobalOptions& global) {
 }  // namespace
 
 Runner add_sim(CLI::App& app, const GlobalOptions& global) {
-    auto* sub = app.add_subcommand(
-        "sim", "Run generated scenarios through the model with the harness checks");
+    auto* sub = app.add_subcommand("sim", "Run generated scenarios through the model with the harness checks");
     auto o = std::make_shared<SimOptions>();
-    sub->add_option("--seed", o->seed, "Seed of the first run (run i uses seed + i)")
-        ->capture_default_str();
-    auto* runs =
-        sub->add_option("--runs", o->runs, "Number of runs (at least 1)")->capture_default_str();
-    auto* minutes =
-        sub->add_option("--minutes", o->minutes, "Run for this many minutes instead of --runs");
+    sub->add_option("--seed", o->seed, "Seed of the first run (run i uses seed + i)")->capture_default_str();
+    auto* runs = sub->add_option("--runs", o->runs, "Number of runs (at least 1)")->capture_default_str();
+    auto* minutes = sub->add_option("--minutes", o->minutes, "Run for this many minutes instead of --runs");
     runs->excludes(minutes);
     sub->add_option("--loss-ppm", o->loss_ppm, "i.i.d. frame loss until faults stop (ppm)")
         ->check(CLI::Range(0u, 1000000u));
-    sub->add_option("--ce-ppm", o->ce_ppm, "CE marking until faults stop (ppm)")
-        ->check(CLI::Range(0u, 1000000u));
-    sub->add_option("--trace-dir", o->trace_dir, "Where traces of failing runs are written")
-        ->capture_default_str();
-    sub->add_option("--max-traces", o->max_traces, "Write at most this many traces")
-        ->capture_default_str();
+    sub->add_option("--ce-ppm", o->ce_ppm, "CE marking until faults stop (ppm)")->check(CLI::Range(0u, 1000000u));
+    sub->add_option("--trace-dir", o->trace_dir, "Where traces of failing runs are written")->capture_default_str();
+    sub->add_option("--max-traces", o->max_traces, "Write at most this many traces")->capture_default_str();
     sub->add_option("knobs", o->knobs, "knob=value settings (see below)");
     sub->footer(knob_help());
     return [o, &global]() { return run_sim(*o, global); };

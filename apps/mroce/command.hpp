@@ -23,8 +23,7 @@ using Runner = std::function<int()>;
 // `word` as one POSIX shell word: unchanged when plain, else single-quoted, so that a command
 // printed for the user runs when pasted.
 inline std::string shell_word(const std::string& word) {
-    constexpr const char* kPlain =
-        "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_./:=@%+,-";
+    constexpr const char* kPlain = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_./:=@%+,-";
     if (!word.empty() && word.find_first_not_of(kPlain) == std::string::npos) return word;
     std::string quoted = "'";
     for (char c : word) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);

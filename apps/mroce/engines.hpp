@@ -14,9 +14,7 @@ namespace mroce::cli {
 
 // "lockstep" is not an endpoint: `mroce replay --engine lockstep` reruns the trace through the model
 // and the engine side by side and reports the first divergence (cmd_diff.cpp).
-inline std::vector<std::string> engine_names() {
-    return {"model", "engine", "lockstep"};
-}
+inline std::vector<std::string> engine_names() { return {"model", "engine", "lockstep"}; }
 
 inline std::optional<harness::EndpointFactory> engine_factory(std::string_view name) {
     if (name == "model") return harness::model_factory();

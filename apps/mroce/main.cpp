@@ -26,8 +26,7 @@ std::string one_line(std::string s) {
 
 int main(int argc, char** argv) {
     using namespace mroce::cli;
-    CLI::App app{"mroce: an open multipath RDMA transport for lossy Ethernet (MetaRoCE-style)",
-                 "mroce"};
+    CLI::App app{"mroce: an open multipath RDMA transport for lossy Ethernet (MetaRoCE-style)", "mroce"};
     app.set_version_flag("--version", std::string("mroce ") + MROCE_VERSION);
     GlobalOptions global;
     if (argc > 0 && argv[0] && *argv[0]) global.program = argv[0];
@@ -62,13 +61,9 @@ int main(int argc, char** argv) {
     }
     try {
         app.parse(argc, argv);
-    } catch (const CLI::CallForHelp& e) {
+    } catch (const CLI::CallForHelp& e) { return app.exit(e); } catch (const CLI::CallForAllHelp& e) {
         return app.exit(e);
-    } catch (const CLI::CallForAllHelp& e) {
-        return app.exit(e);
-    } catch (const CLI::CallForVersion& e) {
-        return app.exit(e);
-    } catch (const CLI::ParseError& e) {
+    } catch (const CLI::CallForVersion& e) { return app.exit(e); } catch (const CLI::ParseError& e) {
         std::cerr << "mroce: " << one_line(e.what()) << " (try: mroce --help)\n";
         return kExitMisuse;
     }

@@ -15,9 +15,10 @@ Timeline::Timeline(const std::string& path, uint64_t interval_us) : path_(path),
     f_ = std::fopen(path.c_str(), "w");
     if (!f_) throw std::runtime_error("cannot write " + path + ": " + std::strerror(errno));
     std::setvbuf(f_, nullptr, _IOFBF, kWriteBuffer);
-    std::fputs("time_us,path,state,cwnd,in_flight,srtt_us,rto_us,packets_sent,retx_gap,retx_probe,retx_rto,"
-               "retx_rnr,retx_nak,retx_spurious,rate_ceiling_mbps,credit_bits,tx_queue_depth\n",
-               f_);
+    std::fputs(
+        "time_us,path,state,cwnd,in_flight,srtt_us,rto_us,packets_sent,retx_gap,retx_probe,retx_rto,"
+        "retx_rnr,retx_nak,retx_spurious,rate_ceiling_mbps,credit_bits,tx_queue_depth\n",
+        f_);
 }
 
 Timeline::~Timeline() {

@@ -32,7 +32,6 @@ uint64_t thread_cpu_ns() {
   return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
 }
 
-
 struct Rig {
   io::ManualClock clock;
   io::MemLoop loop;
@@ -107,14 +106,13 @@ void BM_Transfer(benchmark::State& state) {
     r.clock.advance(1);
     while (posted - completed < 64) {
       const uint64_t off = (posted % slots) * msg;
-      if (r.a->post_write(r.conn, uint16_t(posted % 4), posted, Sge{r.ra.iova + off, msg, r.ra.lkey},
-                          r.rb.iova + off, r.rb.rkey) != Result::Ok)
+      if (r.a->post_write(r.conn, uint16_t(posted % 4), posted, Sge{r.ra.iova + off, msg, r.ra.lkey}, r.rb.iova + off,
+                          r.rb.rkey) != Result::Ok)
         break;
       ++posted;
     }
     // Drain both receive rings (a NIC's rx ring is emptied continuously, not one burst per turn).
-    while (r.a->progress() + r.b->progress() > 0) {
-    }
+    while (r.a->progress() + r.b->progress() > 0) {}
     for (int n; (n = r.a->poll_cq(wc, 64)) > 0;) {
       completed += uint64_t(n);
       for (int i = 0; i < n; ++i) {

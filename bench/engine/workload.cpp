@@ -59,8 +59,7 @@ int main(int argc, char** argv) {
       ++posted;
     }
     clock.advance(1);
-    while (send_side(*a) + recv_side(*b) > 0) {
-    }
+    while (send_side(*a) + recv_side(*b) > 0) {}
     for (int n; (n = a->poll_cq(wc, 64)) > 0;) completed += uint64_t(n);
   }
   std::printf("retx %llu probes %llu repaths %llu naks %llu dups %llu\n",

@@ -18,23 +18,28 @@ struct State {
 };
 
 // Values that sit on the boundaries the validation checks compare against.
-constexpr uint16_t kInteresting16[] = {0,      1,      0x7F,   0x80,   0xFF,   0x100,  0x0800,
-                                       0x86DD, 0x8100, 0x4000, 0x2000, 0x8000, 0xFFFF, 4793,
-                                       4791,   8192,   8193,   256,    64,     20,     28};
+constexpr uint16_t kInteresting16[] = {0,      1,      0x7F, 0x80, 0xFF, 0x100, 0x0800, 0x86DD, 0x8100, 0x4000, 0x2000,
+                                       0x8000, 0xFFFF, 4793, 4791, 8192, 8193,  256,    64,     20,     28};
 
 void blind_edit(uint8_t* d, size_t n, mroce::fuzzing::Rng& rng) {
   if (n == 0) return;
   const size_t pos = rng.below(static_cast<uint32_t>(n));
   switch (rng.below(4)) {
-    case 0: d[pos] ^= static_cast<uint8_t>(1u << rng.below(8)); break;
-    case 1: d[pos] = static_cast<uint8_t>(rng.next()); break;
+    case 0:
+      d[pos] ^= static_cast<uint8_t>(1u << rng.below(8));
+      break;
+    case 1:
+      d[pos] = static_cast<uint8_t>(rng.next());
+      break;
     case 2:
       if (pos + 1 < n) {
         const uint16_t v = kInteresting16[rng.below(sizeof(kInteresting16) / sizeof(uint16_t))];
         mroce::fuzzing::put_be16(d + pos, v);
       }
       break;
-    default: d[pos] = static_cast<uint8_t>(d[pos] + 1 + rng.below(35) - 17); break;
+    default:
+      d[pos] = static_cast<uint8_t>(d[pos] + 1 + rng.below(35) - 17);
+      break;
   }
 }
 
@@ -47,8 +52,8 @@ void* afl_custom_init(void* /*afl*/, unsigned int seed) {
   return s;
 }
 
-size_t afl_custom_fuzz(void* data, uint8_t* buf, size_t buf_size, uint8_t** out_buf,
-                       uint8_t* add_buf, size_t add_buf_size, size_t max_size) {
+size_t afl_custom_fuzz(void* data, uint8_t* buf, size_t buf_size, uint8_t** out_buf, uint8_t* add_buf,
+                       size_t add_buf_size, size_t max_size) {
   auto* s = static_cast<State*>(data);
   if (s->cap < max_size) {
     std::free(s->buf);

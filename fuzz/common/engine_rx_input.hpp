@@ -37,9 +37,9 @@ inline constexpr uint8_t kModAr = 1, kModVoid = 2, kModRetx = 4, kModCe = 8, kMo
 
 struct Template {
   uint8_t mods = 0;
-  uint8_t dcid_sel = 0;   // %8: 0..4 the victim's connection, 5 the peer's ID, 6 the victim's + 1, 7 extra[4..8)
-  uint8_t path_sel = 0;   // < 0xF0: modulo the path count; else an ID at or above it
-  uint8_t psn_mode = 0;   // %4: peer's SNXT, peer's SUNA, victim's SNXT, victim's SUNA - 1; bit 7: extra[0..4)
+  uint8_t dcid_sel = 0;  // %8: 0..4 the victim's connection, 5 the peer's ID, 6 the victim's + 1, 7 extra[4..8)
+  uint8_t path_sel = 0;  // < 0xF0: modulo the path count; else an ID at or above it
+  uint8_t psn_mode = 0;  // %4: peer's SNXT, peer's SUNA, victim's SNXT, victim's SUNA - 1; bit 7: extra[0..4)
   int16_t psn_delta = 0;
   uint8_t stream_sel = 0;  // < 0xF0: modulo the stream count; else at or above it
   uint8_t msn = 0;
@@ -49,9 +49,9 @@ struct Template {
   uint8_t key_sel = 0;    // %8: rw, ro, lw, src, dead, top, rw's key with one bit flipped, extra[4..8)
   uint8_t va_mode = 0;    // %8: base+d, end-d, 2^64-|d|, extra, base+64d, end+d, d, base+d of the next region
   int16_t va_delta = 0;
-  uint16_t plen = 0;      // payload bytes (at most 8300)
-  uint8_t fill = 0;       // payload byte pattern
-  std::array<uint8_t, 8> extra{};  // opcode-specific (ACK, NAK, CONN, REJ, immediate, raw values)
+  uint16_t plen = 0;                               // payload bytes (at most 8300)
+  uint8_t fill = 0;                                // payload byte pattern
+  std::array<uint8_t, 8> extra{};                  // opcode-specific (ACK, NAK, CONN, REJ, immediate, raw values)
   std::vector<std::pair<uint16_t, uint8_t>> muts;  // (offset modulo the frame length, byte)
 };
 inline constexpr size_t kTemplateLen = 29;

@@ -71,20 +71,34 @@ inline constexpr uint16_t kPort = 4793;  // [R-ENC-5] default
 // Extension length of a table 3.2 opcode, or -1 for an opcode outside the table.
 inline int ext_len(uint8_t op) {
   switch (op) {
-    case 0x01: return 24;
-    case 0x02: return 32;
-    case 0x03: return 40;
-    case 0x04: return 32;
-    case 0x05: return 20;
-    case 0x10: return 48;
-    case 0x11: return 8;
-    case 0x12: return 0;
-    case 0x20: return 16;
-    case 0x21: return 16;
-    case 0x22: return 4;
-    case 0x23: return 4;
-    case 0x24: return 0;
-    default: return -1;
+    case 0x01:
+      return 24;
+    case 0x02:
+      return 32;
+    case 0x03:
+      return 40;
+    case 0x04:
+      return 32;
+    case 0x05:
+      return 20;
+    case 0x10:
+      return 48;
+    case 0x11:
+      return 8;
+    case 0x12:
+      return 0;
+    case 0x20:
+      return 16;
+    case 0x21:
+      return 16;
+    case 0x22:
+      return 4;
+    case 0x23:
+      return 4;
+    case 0x24:
+      return 0;
+    default:
+      return -1;
   }
 }
 inline bool is_data_op(uint8_t op) { return op >= 0x01 && op <= 0x05; }
@@ -143,8 +157,7 @@ inline bool fix_frame(uint8_t* f, size_t n, const FixOptions& o) {
   const size_t transport = ip_end - (l.l4 + kUdp);
   if (transport >= kBth + kIcrc) {
     const int ext = ext_len(bth[1]);
-    if (o.payload_length && ext >= 0 && is_data_op(bth[1]) &&
-        transport >= kBth + static_cast<size_t>(ext) + kIcrc) {
+    if (o.payload_length && ext >= 0 && is_data_op(bth[1]) && transport >= kBth + static_cast<size_t>(ext) + kIcrc) {
       put_be16(bth + kBth + 6, static_cast<uint16_t>(transport - kBth - ext - kIcrc));
     }
     if (o.icrc) put_be32(bth + transport - kIcrc, crc32c(bth, transport - kIcrc));
@@ -157,8 +170,7 @@ inline bool fix_frame(uint8_t* f, size_t n, const FixOptions& o) {
     uint32_t sum = 0;
     if (l.v6) {
       sum = ones_add(sum, f + 22, 32);  // source and destination addresses
-      uint8_t tail[8] = {0, 0, static_cast<uint8_t>(udp_len >> 8), static_cast<uint8_t>(udp_len),
-                         0, 0, 0, 17};
+      uint8_t tail[8] = {0, 0, static_cast<uint8_t>(udp_len >> 8), static_cast<uint8_t>(udp_len), 0, 0, 0, 17};
       sum = ones_add(sum, tail, 8);
     } else {
       sum = ones_add(sum, f + 26, 8);
@@ -188,8 +200,6 @@ inline size_t fitted_length(const uint8_t* f, size_t n, uint8_t op, size_t paylo
 }
 
 // Is the frame's IPv4 header checksum valid by [R-VAL-1] check 7 (own code)?
-inline bool ipv4_checksum_verifies(const uint8_t* f) {
-  return ones_fold(ones_add(0, f + kEth, kIpv4)) == 0xFFFF;
-}
+inline bool ipv4_checksum_verifies(const uint8_t* f) { return ones_fold(ones_add(0, f + kEth, kIpv4)) == 0xFFFF; }
 
 }  // namespace mroce::fuzzing

@@ -11,13 +11,9 @@
 
 namespace mroce::fuzzing {
 
-[[noreturn]] inline void fail(const char* target, const std::string& what, const uint8_t* data,
-                              size_t size) {
-  std::fprintf(stderr, "\n==== fuzz target %s: CHECK FAILED ====\n%s\ninput (%zu bytes):", target,
-               what.c_str(), size);
-  for (size_t i = 0; i < size && i < 512; ++i) {
-    std::fprintf(stderr, "%s%02x", i % 32 == 0 ? "\n  " : "", data[i]);
-  }
+[[noreturn]] inline void fail(const char* target, const std::string& what, const uint8_t* data, size_t size) {
+  std::fprintf(stderr, "\n==== fuzz target %s: CHECK FAILED ====\n%s\ninput (%zu bytes):", target, what.c_str(), size);
+  for (size_t i = 0; i < size && i < 512; ++i) { std::fprintf(stderr, "%s%02x", i % 32 == 0 ? "\n  " : "", data[i]); }
   std::fprintf(stderr, "%s\n", size > 512 ? "\n  ..." : "");
   std::fflush(stderr);
   std::abort();
@@ -26,7 +22,7 @@ namespace mroce::fuzzing {
 }  // namespace mroce::fuzzing
 
 // Checks inside LLVMFuzzerTestOneInput (which names its input `data`, `size`).
-#define FUZZ_CHECK(cond, what)                                                              \
-  do {                                                                                      \
+#define FUZZ_CHECK(cond, what)                                                                        \
+  do {                                                                                                \
     if (!(cond)) ::mroce::fuzzing::fail(kTargetName, std::string(#cond) + ": " + (what), data, size); \
   } while (0)

@@ -61,8 +61,7 @@ int main(int argc, char** argv) {
       continue;
     }
     if (a == "-h" || a == "--help") {
-      std::printf("usage: %s [-v] PATH...  (runs every file of each directory PATH, or the file PATH)\n",
-                  argv[0]);
+      std::printf("usage: %s [-v] PATH...  (runs every file of each directory PATH, or the file PATH)\n", argv[0]);
       return 0;
     }
     std::error_code ec;

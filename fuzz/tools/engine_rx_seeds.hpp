@@ -19,8 +19,21 @@
 namespace mroce::fuzzing::engine_rx {
 
 inline std::vector<std::pair<std::string, std::vector<uint8_t>>> seeds() {
-  enum : uint8_t { SEND = 1, WRITE, WRITE_IMM, READ_REQ, READ_RESP, ACK, NAK, PROBE, CONNECT, ACCEPT, REJECT,
-                   DISCONNECT, DISCONNECT_ACK };
+  enum : uint8_t {
+    SEND = 1,
+    WRITE,
+    WRITE_IMM,
+    READ_REQ,
+    READ_RESP,
+    ACK,
+    NAK,
+    PROBE,
+    CONNECT,
+    ACCEPT,
+    REJECT,
+    DISCONNECT,
+    DISCONNECT_ACK
+  };
   // key_sel values: the region whose real key is used
   enum : uint8_t { kRwKey = 0, kRoKey = 1, kLwKey = 2, kDeadKey = 4, kTopKey = 5, kFlipKey = 6 + (3 << 3) };
   auto rec = [](uint8_t kind, Template t, uint8_t dt = 0) {
@@ -183,8 +196,7 @@ inline std::vector<std::pair<std::string, std::vector<uint8_t>>> seeds() {
     return std::vector<Record>{rec(WRITE, t, 3)};
   }());
   add("raw_frames", {raw({}, false), raw({0x02, 0, 0, 0, 0, 1, 0x02, 0, 0, 0, 0, 2, 0x08, 0x00}, false),
-                     raw(std::vector<uint8_t>(60, 0x45), true), wait(3),
-                     raw(std::vector<uint8_t>(200, 0), true)});
+                     raw(std::vector<uint8_t>(60, 0x45), true), wait(3), raw(std::vector<uint8_t>(200, 0), true)});
   add("interleaved", [&] {
     Template w = data(kRwKey, 0, 512, 128);
     Template a;

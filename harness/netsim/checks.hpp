@@ -76,13 +76,12 @@ Tolerance tolerance_for_failed_connections(const Scenario& s, const RunResult& r
 // Every op posted (or refused) as expected; every posted WR completes exactly once with the
 // expected status, byte count and immediate; no completion names an unknown WR. [R-CMP-1],
 // [R-CMP-2]
-std::vector<Violation> check_exactly_once(const Scenario& s, const Expectation& e,
-                                          const RunResult& r, Tolerance t = {});
+std::vector<Violation> check_exactly_once(const Scenario& s, const Expectation& e, const RunResult& r,
+                                          Tolerance t = {});
 
 // Final memory of both sides, byte for byte: targets of successful ops hold the source bytes,
 // everything else (rest of DATA, all of GUARD) holds the initial pattern. [R-SEC-6], [R-PLC-*]
-std::vector<Violation> check_memory(const Scenario& s, const Expectation& e, const RunResult& r,
-                                    Tolerance t = {});
+std::vector<Violation> check_memory(const Scenario& s, const Expectation& e, const RunResult& r, Tolerance t = {});
 
 // Per side, connection and stream: sender completions in posting order, receive completions in
 // posting (RSN) order. [R-CMP-1], [R-CMP-2]
@@ -125,7 +124,7 @@ std::vector<Violation> check_all(const Scenario& s, const RunResult& r);
 // [R-REL-3]: once a sender has seen an ACK acknowledging PSN q of a path (CPSN at or after q, or a
 // SACK bit), it never sends q again (retransmission or VOID).
 class AckedPsnMonitor {
-  public:
+public:
     // An ACK delivered to `to` (the data sender). `ack` must be a parsed, uncorrupted ACK frame.
     void on_ack_delivered(model::Time now, Side to, const WireInfo& ack);
     // A data frame transmitted by `from`.
@@ -135,7 +134,7 @@ class AckedPsnMonitor {
     std::vector<Violation> take();
     void take_into(std::vector<Violation>& out);
 
-  private:
+private:
     struct PathAcks {
         std::optional<uint32_t> cpsn;  // highest cumulative PSN seen (serial order)
         std::set<uint32_t> sacked;     // SACKed PSNs above cpsn
@@ -160,12 +159,8 @@ std::vector<Violation> check_step(model::Time now, Side side, const SimEndpoint&
                                   std::optional<uint32_t> conn);
 
 // Serial-number arithmetic [R-PSN-1].
-inline bool serial_lt(uint32_t a, uint32_t b) {
-    return a != b && uint32_t(b - a) < 0x80000000u;
-}
-inline bool serial_le(uint32_t a, uint32_t b) {
-    return a == b || serial_lt(a, b);
-}
+inline bool serial_lt(uint32_t a, uint32_t b) { return a != b && uint32_t(b - a) < 0x80000000u; }
+inline bool serial_le(uint32_t a, uint32_t b) { return a == b || serial_lt(a, b); }
 
 std::string format_violations(const std::vector<Violation>& v, size_t max = 50);
 

@@ -49,8 +49,7 @@ std::vector<Intent> generate_intents(const WorkloadKnobs& knobs, uint64_t seed);
 // `workload.connections` connections, faults from generate_schedule() stopping at
 // faults.faults_until, a workload planned from generate_intents(), and a time limit of
 // faults_until + last post + settle_bound() + 10 ms.
-Scenario generate_scenario(uint64_t seed, const FaultKnobs& faults, const WorkloadKnobs& workload,
-                           uint16_t links = 4);
+Scenario generate_scenario(uint64_t seed, const FaultKnobs& faults, const WorkloadKnobs& workload, uint16_t links = 4);
 
 // ---- Campaigns (`mroce sim`) -------------------------------------------------------------------
 

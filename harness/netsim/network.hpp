@@ -23,12 +23,8 @@
 namespace mroce::harness {
 
 enum class Side : uint8_t { A = 0, B = 1 };
-inline Side other(Side s) {
-    return s == Side::A ? Side::B : Side::A;
-}
-inline char side_char(Side s) {
-    return s == Side::A ? 'A' : 'B';
-}
+inline Side other(Side s) { return s == Side::A ? Side::B : Side::A; }
+inline char side_char(Side s) { return s == Side::A ? 'A' : 'B'; }
 
 inline constexpr model::Time kNever = UINT64_MAX;
 
@@ -36,9 +32,9 @@ inline constexpr model::Time kNever = UINT64_MAX;
 // the fates drawn on DPDK ports are the same values. Delay: added to the base delay. Duplicate: gap
 // before copy 2 (0 = 1 µs). Corrupt: XOR `corrupt_xor` (0 acts as 1) into byte `corrupt_offset`
 // (modulo the IP packet's length).
-using impair::PacketFate;
 using impair::fate_from_name;
 using impair::fate_name;
+using impair::PacketFate;
 
 // Direction of a link event: the links from A to B, from B to A, or both.
 enum class LinkDir : uint8_t { AtoB, BtoA, Both };
@@ -59,11 +55,10 @@ struct Schedule {
 };
 
 struct NetConfig {
-    uint32_t base_delay_us = 5;    // one-way delay of every frame
-    uint16_t links = 4;            // parallel links per direction (>= 1)
-    model::Time faults_until = 0;  // from this time on: Deliver only, all links up (kNever: never)
-    bool protect_handshake =
-        true;  // connection-control frames always get through (no fate, no link drop)
+    uint32_t base_delay_us = 5;     // one-way delay of every frame
+    uint16_t links = 4;             // parallel links per direction (>= 1)
+    model::Time faults_until = 0;   // from this time on: Deliver only, all links up (kNever: never)
+    bool protect_handshake = true;  // connection-control frames always get through (no fate, no link drop)
     // A plane failure: from `dead_from` on, the last `dead_links` links (indices links - dead_links
     // .. links - 1) drop every frame in both directions, for good. Unlike link events, faults_until
     // does not revive them; handshake protection still applies.
@@ -85,12 +80,12 @@ struct NetConfig {
 // directions, each direction having its own link states).
 using impair::corrupt_frame;
 using impair::ecmp_link;
-using impair::FrameLayout;
 using impair::frame_layout;
+using impair::FrameLayout;
 using impair::mark_ce;
 
 class Network {
-  public:
+public:
     struct Copy {
         model::Time arrive = 0;
         std::vector<uint8_t> frame;
@@ -118,7 +113,7 @@ class Network {
     const NetConfig& config() const { return config_; }
     const Schedule& schedule() const { return schedule_; }
 
-  private:
+private:
     NetConfig config_;
     Schedule schedule_;
     std::vector<bool> up_[2];  // per direction (from A, from B), per link

@@ -99,8 +99,8 @@ struct HintRecord {
 };
 
 struct NetStats {
-    uint64_t entered = 0, delivered = 0, dropped = 0, link_dropped = 0, duplicated = 0, delayed = 0,
-             ce_marked = 0, corrupted = 0;
+    uint64_t entered = 0, delivered = 0, dropped = 0, link_dropped = 0, duplicated = 0, delayed = 0, ce_marked = 0,
+             corrupted = 0;
     // What the endpoints sent, for coverage reports.
     uint64_t retransmissions = 0;  // data frames with RETX
     uint64_t voids = 0, naks = 0, probes = 0;

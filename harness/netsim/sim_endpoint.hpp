@@ -20,7 +20,7 @@
 namespace mroce::harness {
 
 class SimEndpoint {
-  public:
+public:
     virtual ~SimEndpoint() = default;
 
     // Feed one event at virtual time `now` (never decreasing); returns what the endpoint does.
@@ -47,10 +47,12 @@ class SimEndpoint {
 // An endpoint that wraps another (a tap, an observer): every observation is the inner endpoint's;
 // a subclass overrides handle() and calls in_->handle() itself.
 class WrappingEndpoint : public SimEndpoint {
-  public:
+public:
     explicit WrappingEndpoint(std::unique_ptr<SimEndpoint> inner) : in_(std::move(inner)) {}
     std::vector<model::Action> handle(model::Time now, const model::Event& e) override { return in_->handle(now, e); }
-    std::optional<std::vector<uint8_t>> read_memory(uint64_t va, uint64_t len) const override { return in_->read_memory(va, len); }
+    std::optional<std::vector<uint8_t>> read_memory(uint64_t va, uint64_t len) const override {
+        return in_->read_memory(va, len);
+    }
     std::vector<uint32_t> connections() const override { return in_->connections(); }
     std::optional<model::ConnState> connection_state(uint32_t c) const override { return in_->connection_state(c); }
     std::optional<model::PathView> path_view(uint32_t c, uint16_t p) const override { return in_->path_view(c, p); }
@@ -60,7 +62,7 @@ class WrappingEndpoint : public SimEndpoint {
     size_t outstanding_work(uint32_t c) const override { return in_->outstanding_work(c); }
     std::optional<model::Time> next_deadline() const override { return in_->next_deadline(); }
 
-  protected:
+protected:
     std::unique_ptr<SimEndpoint> in_;
 };
 
@@ -69,7 +71,7 @@ using EndpointFactory = std::function<std::unique_ptr<SimEndpoint>(const model::
 
 // Adapter for the executable model.
 class ModelEndpoint final : public SimEndpoint {
-  public:
+public:
     explicit ModelEndpoint(model::Config config);
 
     std::vector<model::Action> handle(model::Time now, const model::Event& event) override;
@@ -86,7 +88,7 @@ class ModelEndpoint final : public SimEndpoint {
     model::Endpoint& model() { return ep_; }
     const model::Endpoint& model() const { return ep_; }
 
-  private:
+private:
     model::Endpoint ep_;
 };
 

@@ -32,8 +32,8 @@ std::string scenario_text(const Scenario& s, CheckMode mode);
 // A whole trace: inputs, event lines, and the verdict lines.
 // `canonical_packets`: the event lines were recorded with RunOptions::canonical_packets (noted in
 // the trace so that replay records alike).
-std::string to_trace(const Scenario& s, CheckMode mode, const RunResult& r,
-                     const std::vector<Violation>& violations, bool canonical_packets = false);
+std::string to_trace(const Scenario& s, CheckMode mode, const RunResult& r, const std::vector<Violation>& violations,
+                     bool canonical_packets = false);
 
 struct TraceError : std::runtime_error {
     using std::runtime_error::runtime_error;

@@ -37,10 +37,8 @@ struct Op {
     OpKind kind = OpKind::Send;
     uint16_t stream = 0;
     uint32_t length = 0;
-    uint64_t local_off =
-        0;  // local buffer, as an offset in the side's DATA region (may lie outside)
-    uint64_t remote_off =
-        0;  // Write / WriteImm / Read: offset in the peer's DATA (or GUARD) region
+    uint64_t local_off = 0;   // local buffer, as an offset in the side's DATA region (may lie outside)
+    uint64_t remote_off = 0;  // Write / WriteImm / Read: offset in the peer's DATA (or GUARD) region
     KeyChoice key = KeyChoice::Valid;
     uint32_t imm = 0;   // WriteImm: immediate data
     uint16_t conn = 0;  // connection index (0 .. Scenario::connections - 1), the same on both sides
@@ -66,9 +64,7 @@ struct Workload {
 };
 
 // wr_id of op i (unique in a run).
-inline uint64_t wr_id_of(size_t op_index) {
-    return op_index + 1;
-}
+inline uint64_t wr_id_of(size_t op_index) { return op_index + 1; }
 
 // The initial contents of memory: byte `off` of region `guard ? GUARD : DATA` of `side`.
 uint8_t pattern_byte(uint64_t seed, Side side, bool guard, uint64_t off);

@@ -15,28 +15,23 @@ using model::Status;
 
 std::string op_desc(const Scenario& s, size_t i) {
     const Op& op = s.workload.ops[i];
-    return "op " + std::to_string(i) + " (" + side_char(op.side) + " " +
-           std::string(op_kind_name(op.kind)) + " stream " + std::to_string(op.stream) + " len " +
-           std::to_string(op.length) + " wr " + std::to_string(wr_id_of(i)) + ")";
+    return "op " + std::to_string(i) + " (" + side_char(op.side) + " " + std::string(op_kind_name(op.kind)) +
+           " stream " + std::to_string(op.stream) + " len " + std::to_string(op.length) + " wr " +
+           std::to_string(wr_id_of(i)) + ")";
 }
 
 // [offset, offset + len) inside a region of `size` bytes, without overflow; an empty range may sit
 // at the end ([R-MEM-3]).
-bool inside(uint64_t size, uint64_t off, uint64_t len) {
-    return off <= size && len <= size - off;
-}
+bool inside(uint64_t size, uint64_t off, uint64_t len) { return off <= size && len <= size - off; }
 
 std::vector<size_t> posting_order(const Workload& w) {
     std::vector<size_t> order(w.ops.size());
     std::iota(order.begin(), order.end(), size_t{0});
-    std::stable_sort(order.begin(), order.end(),
-                     [&](size_t a, size_t b) { return w.ops[a].at < w.ops[b].at; });
+    std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return w.ops[a].at < w.ops[b].at; });
     return order;
 }
 
-bool is_failure_status(Status st) {
-    return st == Status::ConnectionFailed || st == Status::Flushed;
-}
+bool is_failure_status(Status st) { return st == Status::ConnectionFailed || st == Status::Flushed; }
 
 }  // namespace
 
@@ -76,8 +71,7 @@ Expectation expect(const Scenario& s) {
         const Op& op = ops[i];
         auto& x = e.ops[i];
         success_len[i] = op.length;
-        if (x.post_rejected || op.kind == OpKind::Send || op.kind == OpKind::WriteImm ||
-            op.kind == OpKind::Recv)
+        if (x.post_rejected || op.kind == OpKind::Send || op.kind == OpKind::WriteImm || op.kind == OpKind::Recv)
             continue;
         auto& c = *x.completion;
         if (!remote_ok(op)) {
@@ -86,11 +80,9 @@ Expectation expect(const Scenario& s) {
         }
         c.status = Status::Success;
         if (op.kind == OpKind::Write) {
-            x.placement =
-                Placement{other(op.side), op.remote_off, op.side, op.local_off, op.length};
+            x.placement = Placement{other(op.side), op.remote_off, op.side, op.local_off, op.length};
         } else {  // Read: the responder's bytes land in the requester's sink
-            x.placement =
-                Placement{op.side, op.local_off, other(op.side), op.remote_off, op.length};
+            x.placement = Placement{op.side, op.local_off, other(op.side), op.remote_off, op.length};
         }
     }
     // Receive matching [R-MATCH-1]: the k-th accepted Send/WriteImm of a (connection, stream)
@@ -128,8 +120,7 @@ Expectation expect(const Scenario& s) {
             } else if (op.kind == OpKind::Send) {
                 if (op.length <= rv.length) {
                     c.status = rc.status = Status::Success;
-                    e.ops[i].placement =
-                        Placement{rv.side, rv.local_off, op.side, op.local_off, op.length};
+                    e.ops[i].placement = Placement{rv.side, rv.local_off, op.side, op.local_off, op.length};
                 } else {  // [R-MATCH-2]
                     c.status = Status::RemoteLength;
                     rc.status = Status::LocalLength;
@@ -137,8 +128,7 @@ Expectation expect(const Scenario& s) {
             } else {
                 c.status = rc.status = Status::Success;
                 rc.immediate = op.imm;
-                e.ops[i].placement =
-                    Placement{rv.side, op.remote_off, op.side, op.local_off, op.length};
+                e.ops[i].placement = Placement{rv.side, op.remote_off, op.side, op.local_off, op.length};
             }
         }
     }
@@ -147,8 +137,7 @@ Expectation expect(const Scenario& s) {
         const auto it = consumers.find({int(other(Side(side))), conn, stream});
         const size_t n = it == consumers.end() ? 0 : it->second.size();
         for (size_t k = n; k < rl.size(); ++k)
-            e.unsupported.push_back(op_desc(s, rl[k]) +
-                                    ": a receive that no message consumes never completes");
+            e.unsupported.push_back(op_desc(s, rl[k]) + ": a receive that no message consumes never completes");
     }
     // [R-CMP-4]: the byte count is the message length on success, 0 on error.
     for (size_t i = 0; i < ops.size(); ++i) {
@@ -174,8 +163,7 @@ Tolerance tolerance_for_failed_connections(const Scenario& s, const RunResult& r
     return t;
 }
 
-std::vector<Violation> check_exactly_once(const Scenario& s, const Expectation& e,
-                                          const RunResult& r, Tolerance t) {
+std::vector<Violation> check_exactly_once(const Scenario& s, const Expectation& e, const RunResult& r, Tolerance t) {
     std::vector<Violation> v;
     const auto& ops = s.workload.ops;
     // A per-connection tolerance (handshake faults) allows a connection that never came up.
@@ -189,9 +177,9 @@ std::vector<Violation> check_exactly_once(const Scenario& s, const Expectation& 
     for (const auto& c : r.completions) {
         const uint64_t wr = c.c.wr_id;
         if (wr == 0 || wr > ops.size() || ops[wr - 1].side != c.side) {
-            v.push_back({"exactly_once", c.at,
-                         std::string("completion on ") + side_char(c.side) + " for unknown wr_id " +
-                             std::to_string(wr)});
+            v.push_back(
+                {"exactly_once", c.at,
+                 std::string("completion on ") + side_char(c.side) + " for unknown wr_id " + std::to_string(wr)});
             continue;
         }
         got[wr - 1].push_back(&c);
@@ -211,8 +199,7 @@ std::vector<Violation> check_exactly_once(const Scenario& s, const Expectation& 
         }
         if (post->no_connection) {
             if (!may_fail)
-                v.push_back({"post", post->at,
-                             op_desc(s, i) + " could not be posted: its connection never came up"});
+                v.push_back({"post", post->at, op_desc(s, i) + " could not be posted: its connection never came up"});
             continue;
         }
         if (post->rejected && !x.post_rejected && may_fail) {
@@ -226,23 +213,21 @@ std::vector<Violation> check_exactly_once(const Scenario& s, const Expectation& 
             }
             if (down) {
                 if (!got[i].empty())
-                    v.push_back({"exactly_once", got[i][0]->at,
-                                 op_desc(s, i) + " was refused at post time but completed"});
+                    v.push_back(
+                        {"exactly_once", got[i][0]->at, op_desc(s, i) + " was refused at post time but completed"});
                 continue;
             }
         }
         if (post->rejected != x.post_rejected) {
-            v.push_back(
-                {"post", post->at,
-                 op_desc(s, i) + (post->rejected ? " was refused at post time: " + post->reason
-                                                 : " should have been refused at post time "
-                                                   "[R-MEM-4]")});
+            v.push_back({"post", post->at,
+                         op_desc(s, i) + (post->rejected ? " was refused at post time: " + post->reason
+                                                         : " should have been refused at post time "
+                                                           "[R-MEM-4]")});
             continue;
         }
         if (x.post_rejected) {
             if (!got[i].empty())
-                v.push_back({"exactly_once", got[i][0]->at,
-                             op_desc(s, i) + " was refused at post time but completed"});
+                v.push_back({"exactly_once", got[i][0]->at, op_desc(s, i) + " was refused at post time but completed"});
             continue;
         }
         if (got[i].size() != 1) {
@@ -255,47 +240,41 @@ std::vector<Violation> check_exactly_once(const Scenario& s, const Expectation& 
         const auto& ex = *x.completion;
         const auto at = got[i][0]->at;
         const auto want_conn = conn_of(ex.side, ops[i].conn);
-        if (c.stream != ex.stream || c.op != work_op(ex.kind) ||
-            (want_conn && c.conn != *want_conn))
+        if (c.stream != ex.stream || c.op != work_op(ex.kind) || (want_conn && c.conn != *want_conn))
             v.push_back({"completion", at,
-                         op_desc(s, i) + ": completion names conn " + std::to_string(c.conn) +
-                             " stream " + std::to_string(c.stream) + " op " +
-                             std::string(model::work_op_name(c.op))});
+                         op_desc(s, i) + ": completion names conn " + std::to_string(c.conn) + " stream " +
+                             std::to_string(c.stream) + " op " + std::string(model::work_op_name(c.op))});
         const bool tolerated = may_fail && is_failure_status(c.status);
         if (c.status != ex.status && !tolerated) {
             v.push_back({"completion", at,
-                         op_desc(s, i) + ": status " + std::string(model::status_name(c.status)) +
-                             ", expected " + std::string(model::status_name(ex.status))});
+                         op_desc(s, i) + ": status " + std::string(model::status_name(c.status)) + ", expected " +
+                             std::string(model::status_name(ex.status))});
             continue;
         }
         // [R-CMP-4]: message length on success, 0 on error.
-        const uint32_t want_len =
-            c.status == Status::Success ? ex.byte_len.value_or(c.byte_len) : 0;
+        const uint32_t want_len = c.status == Status::Success ? ex.byte_len.value_or(c.byte_len) : 0;
         if (c.byte_len != want_len)
             v.push_back({"completion", at,
-                         op_desc(s, i) + ": byte_len " + std::to_string(c.byte_len) +
-                             " with status " + std::string(model::status_name(c.status)) +
-                             ", expected " + std::to_string(want_len) + " [R-CMP-4]"});
+                         op_desc(s, i) + ": byte_len " + std::to_string(c.byte_len) + " with status " +
+                             std::string(model::status_name(c.status)) + ", expected " + std::to_string(want_len) +
+                             " [R-CMP-4]"});
         if (c.status == Status::Success && ex.kind == OpKind::Recv && c.immediate != ex.immediate)
             v.push_back({"completion", at,
                          op_desc(s, i) + ": immediate " +
-                             (c.immediate ? std::to_string(*c.immediate) : std::string("none")) +
-                             ", expected " +
+                             (c.immediate ? std::to_string(*c.immediate) : std::string("none")) + ", expected " +
                              (ex.immediate ? std::to_string(*ex.immediate) : std::string("none"))});
     }
     return v;
 }
 
-std::vector<Violation> check_memory(const Scenario& s, const Expectation& e, const RunResult& r,
-                                    Tolerance t) {
+std::vector<Violation> check_memory(const Scenario& s, const Expectation& e, const RunResult& r, Tolerance t) {
     std::vector<Violation> v;
     const auto& L = s.workload.layout;
     const auto& ops = s.workload.ops;
     // Actual status of each op's completion (first one), for the tolerant mode.
     std::vector<std::optional<Status>> actual(ops.size());
     for (const auto& c : r.completions)
-        if (c.c.wr_id >= 1 && c.c.wr_id <= ops.size() && !actual[c.c.wr_id - 1])
-            actual[c.c.wr_id - 1] = c.c.status;
+        if (c.c.wr_id >= 1 && c.c.wr_id <= ops.size() && !actual[c.c.wr_id - 1]) actual[c.c.wr_id - 1] = c.c.status;
     for (Side side : {Side::A, Side::B}) {
         std::vector<uint8_t> want = pattern(s.seed, side, false, 0, L.region_size);
         std::vector<uint8_t> alt;  // the other allowed value of bytes that may or may not be placed
@@ -308,9 +287,9 @@ std::vector<Violation> check_memory(const Scenario& s, const Expectation& e, con
             if (t.may_fail(ops[i].conn)) {
                 // Placed for sure only if the op (or its receive) reports success.
                 const size_t j = e.ops[i].matched_with.value_or(i);
-                certain = actual[i] == Status::Success ||
-                          ((ops[i].kind == OpKind::Send || ops[i].kind == OpKind::WriteImm) &&
-                           actual[j] == Status::Success);
+                certain =
+                    actual[i] == Status::Success ||
+                    ((ops[i].kind == OpKind::Send || ops[i].kind == OpKind::WriteImm) && actual[j] == Status::Success);
             }
             const auto src = pattern(s.seed, p->src, false, p->src_off, p->len);
             if (!certain && alt.empty()) {
@@ -329,8 +308,7 @@ std::vector<Violation> check_memory(const Scenario& s, const Expectation& e, con
         }
         const auto& got = r.data_mem[size_t(side)];
         if (!got || got->size() != L.region_size) {
-            v.push_back({"memory", r.end_time,
-                         std::string("cannot read DATA region of ") + side_char(side)});
+            v.push_back({"memory", r.end_time, std::string("cannot read DATA region of ") + side_char(side)});
         } else {
             uint64_t bad = 0, first = 0;
             for (uint64_t b = 0; b < L.region_size; ++b) {
@@ -339,25 +317,22 @@ std::vector<Violation> check_memory(const Scenario& s, const Expectation& e, con
                 if (bad++ == 0) first = b;
             }
             if (bad) {
-                std::string where = owner[first] >= 0
-                                        ? "target of " + op_desc(s, size_t(owner[first]))
-                                        : "outside every target";
+                std::string where =
+                    owner[first] >= 0 ? "target of " + op_desc(s, size_t(owner[first])) : "outside every target";
                 // Name the op whose own buffer (source / sink / receive) holds the byte, if any.
                 for (size_t i = 0; i < ops.size() && owner[first] < 0; ++i) {
                     const Op& op = ops[i];
-                    if (op.side == side && first >= op.local_off &&
-                        first < op.local_off + op.length)
+                    if (op.side == side && first >= op.local_off && first < op.local_off + op.length)
                         where += " (local buffer of " + op_desc(s, i) + ")";
-                    const bool remote = op.kind == OpKind::Write || op.kind == OpKind::WriteImm ||
-                                        op.kind == OpKind::Read;
-                    if (remote && op.side != side && op.key == KeyChoice::Valid &&
-                        first >= op.remote_off && first < op.remote_off + op.length)
+                    const bool remote =
+                        op.kind == OpKind::Write || op.kind == OpKind::WriteImm || op.kind == OpKind::Read;
+                    if (remote && op.side != side && op.key == KeyChoice::Valid && first >= op.remote_off &&
+                        first < op.remote_off + op.length)
                         where += " (remote target of " + op_desc(s, i) + ")";
                 }
                 v.push_back({"memory", r.end_time,
                              std::to_string(bad) + " wrong byte(s) in DATA of " + side_char(side) +
-                                 ", first at offset " + std::to_string(first) + " (" + where +
-                                 ") [R-SEC-6]"});
+                                 ", first at offset " + std::to_string(first) + " (" + where + ") [R-SEC-6]"});
             }
         }
         const auto& guard = r.guard_mem[size_t(side)];
@@ -373,8 +348,7 @@ std::vector<Violation> check_stream_order(const Scenario& s, const RunResult& r)
     std::vector<Violation> v;
     const auto& ops = s.workload.ops;
     // Last post sequence number seen per (side, connection, stream, receive?).
-    std::map<std::tuple<int, uint32_t, uint16_t, bool>, std::pair<uint64_t, uint64_t>>
-        last;  // seq, wr
+    std::map<std::tuple<int, uint32_t, uint16_t, bool>, std::pair<uint64_t, uint64_t>> last;  // seq, wr
     for (const auto& c : r.completions) {
         const uint64_t wr = c.c.wr_id;
         if (wr == 0 || wr > ops.size() || !r.posts[wr - 1]) continue;
@@ -384,8 +358,7 @@ std::vector<Violation> check_stream_order(const Scenario& s, const RunResult& r)
         auto it = last.find(key);
         if (it != last.end() && it->second.first > seq)
             v.push_back({"stream_order", c.at,
-                         op_desc(s, wr - 1) + " completed after wr " +
-                             std::to_string(it->second.second) +
+                         op_desc(s, wr - 1) + " completed after wr " + std::to_string(it->second.second) +
                              ", which was posted later on the same stream " +
                              (op.kind == OpKind::Recv ? "[R-CMP-2]" : "[R-CMP-1]")});
         if (it == last.end() || it->second.first < seq) last[key] = {seq, wr};
@@ -399,8 +372,7 @@ model::Time settle_bound(const Scenario& s) {
     for (const auto& c : s.config) {
         rto_max = std::max<model::Time>(rto_max, c.rto_max_us);
         rnr = std::max<model::Time>(
-            rnr, model::Time(std::max(c.rnr_default_us, uint32_t(c.rnr_detail) * 10)) *
-                     (c.rnr_retry_max + 1));
+            rnr, model::Time(std::max(c.rnr_default_us, uint32_t(c.rnr_detail) * 10)) * (c.rnr_retry_max + 1));
         ack_delay = std::max<model::Time>(ack_delay, c.ack_delay_us);
         fs = std::max<model::Time>(fs, c.fs_interval_us);
         mtu = std::min<uint32_t>(mtu, std::max<uint16_t>(c.max_payload, 256));
@@ -423,15 +395,12 @@ std::vector<Violation> check_settles(const Scenario& s, const RunResult& r, mode
             if (c.c.wr_id >= 1 && c.c.wr_id <= done.size()) done[c.c.wr_id - 1] = true;
         std::string first;
         for (size_t i = 0; i < done.size(); ++i)
-            if (!done[i] && r.posts[i] && !r.posts[i]->rejected && missing++ == 0)
-                first = op_desc(s, i);
+            if (!done[i] && r.posts[i] && !r.posts[i]->rejected && missing++ == 0) first = op_desc(s, i);
         v.push_back({"settles", r.end_time,
                      std::string(r.hit_time_limit ? "time limit reached" : "run ended") +
-                         " without quiescence: " + std::to_string(missing) +
-                         " posted WR(s) never completed" +
-                         (first.empty() ? std::string() : ", first " + first) +
-                         "; outstanding A=" + std::to_string(r.final_outstanding[0]) +
-                         " B=" + std::to_string(r.final_outstanding[1])});
+                         " without quiescence: " + std::to_string(missing) + " posted WR(s) never completed" +
+                         (first.empty() ? std::string() : ", first " + first) + "; outstanding A=" +
+                         std::to_string(r.final_outstanding[0]) + " B=" + std::to_string(r.final_outstanding[1])});
         return v;
     }
     model::Time start = s.net.faults_until == kNever ? 0 : s.net.faults_until;
@@ -442,8 +411,7 @@ std::vector<Violation> check_settles(const Scenario& s, const RunResult& r, mode
     if (last > start + bound)
         v.push_back({"settles", last,
                      "last completion " + std::to_string(last - start) +
-                         " us after faults stopped / the last post; bound " +
-                         std::to_string(bound)});
+                         " us after faults stopped / the last post; bound " + std::to_string(bound)});
     return v;
 }
 
@@ -453,44 +421,39 @@ std::vector<Violation> check_dead_network(const Scenario& s, const RunResult& r)
     for (const auto& le : s.schedule.link_events) dead = std::max(dead, le.at);
     model::Time bound = 0;
     for (const auto& c : s.config)
-        bound = std::max<model::Time>(
-            bound, model::Time(c.keepalive_us) + c.peer_timeout_us + 2 * model::Time(c.rto_max_us));
+        bound = std::max<model::Time>(bound,
+                                      model::Time(c.keepalive_us) + c.peer_timeout_us + 2 * model::Time(c.rto_max_us));
     bound += 10000;
     if (!r.quiescent_at)
         v.push_back({"dead_network", r.end_time,
-                     "nothing may hang: no quiescence with every connection down by " +
-                         std::to_string(r.end_time) + " [R-CONN-8]"});
+                     "nothing may hang: no quiescence with every connection down by " + std::to_string(r.end_time) +
+                         " [R-CONN-8]"});
     for (Side side : {Side::A, Side::B}) {
         const auto& slots = r.slots[size_t(side)];
         for (size_t j = 0; j < slots.size(); ++j) {
             const auto& sl = slots[j];
             if (!sl.up()) continue;
-            const std::string who =
-                std::string("connection ") + std::to_string(j) + " of " + side_char(side);
+            const std::string who = std::string("connection ") + std::to_string(j) + " of " + side_char(side);
             if (sl.downs != 1) {
                 v.push_back({"dead_network", r.end_time,
-                             who + " reported down " + std::to_string(sl.downs) +
-                                 " times, expected once [R-CONN-8]"});
+                             who + " reported down " + std::to_string(sl.downs) + " times, expected once [R-CONN-8]"});
             } else {
                 if (sl.down_status != Status::ConnectionFailed)
                     v.push_back({"dead_network", *sl.down_at,
                                  who + ": ConnectionDown has status " +
-                                     std::string(model::status_name(sl.down_status)) +
-                                     ", expected ConnectionFailed"});
+                                     std::string(model::status_name(sl.down_status)) + ", expected ConnectionFailed"});
                 if (*sl.down_at > dead + bound)
                     v.push_back({"dead_network", *sl.down_at,
                                  who + " failed " + std::to_string(*sl.down_at - dead) +
                                      " us after the network died; bound " + std::to_string(bound)});
             }
             if (sl.final_state && *sl.final_state != model::ConnState::Failed)
-                v.push_back({"dead_network", r.end_time,
-                             who + ": state " +
-                                 std::string(model::conn_state_name(*sl.final_state)) +
-                                 ", expected Failed"});
+                v.push_back(
+                    {"dead_network", r.end_time,
+                     who + ": state " + std::string(model::conn_state_name(*sl.final_state)) + ", expected Failed"});
         }
         if (r.final_outstanding[size_t(side)] != 0)
-            v.push_back({"dead_network", r.end_time,
-                         std::string("outstanding work left on ") + side_char(side)});
+            v.push_back({"dead_network", r.end_time, std::string("outstanding work left on ") + side_char(side)});
     }
     return v;
 }
@@ -501,16 +464,14 @@ std::vector<Violation> check_connections(const Scenario& s, const RunResult& r) 
     for (Side side : {Side::A, Side::B}) {
         const auto& slots = r.slots[size_t(side)];
         for (uint16_t j = 0; j < k; ++j) {
-            const std::string who =
-                std::string("connection ") + std::to_string(j) + " of " + side_char(side);
+            const std::string who = std::string("connection ") + std::to_string(j) + " of " + side_char(side);
             if (j >= slots.size() || !slots[j].up()) {
                 v.push_back({"connection", r.end_time, who + " never came up [R-CONN-4]"});
                 continue;
             }
             if (slots[j].down_at)
                 v.push_back({"connection", *slots[j].down_at,
-                             who + " went down (" +
-                                 std::string(model::status_name(slots[j].down_status)) +
+                             who + " went down (" + std::string(model::status_name(slots[j].down_status)) +
                                  ") although the network recovered [R-CONN-8]"});
         }
     }
@@ -520,8 +481,8 @@ std::vector<Violation> check_connections(const Scenario& s, const RunResult& r) 
 model::Time failure_bound(const Scenario& s) {
     model::Time extra = 0;
     for (const auto& c : s.config)
-        extra = std::max<model::Time>(extra, model::Time(c.connect_tries) * c.connect_retry_us +
-                                                 c.keepalive_us + c.peer_timeout_us);
+        extra = std::max<model::Time>(
+            extra, model::Time(c.connect_tries) * c.connect_retry_us + c.keepalive_us + c.peer_timeout_us);
     return settle_bound(s) + extra;
 }
 
@@ -539,33 +500,30 @@ std::vector<Violation> check_clean_failure(const Scenario& s, const RunResult& r
     if (*r.quiescent_at > start + failure_bound(s))
         v.push_back({"clean_failure", *r.quiescent_at,
                      "quiescent only " + std::to_string(*r.quiescent_at - start) +
-                         " us after faults stopped / the last post; bound " +
-                         std::to_string(failure_bound(s))});
+                         " us after faults stopped / the last post; bound " + std::to_string(failure_bound(s))});
     for (Side side : {Side::A, Side::B}) {
         const auto& slots = r.slots[size_t(side)];
         for (size_t j = 0; j < slots.size(); ++j) {
             const auto& sl = slots[j];
-            const std::string who =
-                std::string("connection ") + std::to_string(j) + " of " + side_char(side);
+            const std::string who = std::string("connection ") + std::to_string(j) + " of " + side_char(side);
             if (sl.downs > 1)
-                v.push_back({"clean_failure", r.end_time,
-                             who + " reported down " + std::to_string(sl.downs) + " times"});
+                v.push_back(
+                    {"clean_failure", r.end_time, who + " reported down " + std::to_string(sl.downs) + " times"});
             if (!sl.down_at) continue;
             // No workload closes a connection: going down means failing [R-CONN-4], [R-CONN-8].
             if (sl.down_status != Status::ConnectionFailed)
                 v.push_back({"clean_failure", *sl.down_at,
-                             who + ": ConnectionDown has status " +
-                                 std::string(model::status_name(sl.down_status)) +
+                             who + ": ConnectionDown has status " + std::string(model::status_name(sl.down_status)) +
                                  ", expected ConnectionFailed"});
             if (sl.final_state && *sl.final_state != model::ConnState::Failed)
-                v.push_back({"clean_failure", r.end_time,
-                             who + " went down but its state is " +
-                                 std::string(model::conn_state_name(*sl.final_state))});
+                v.push_back(
+                    {"clean_failure", r.end_time,
+                     who + " went down but its state is " + std::string(model::conn_state_name(*sl.final_state))});
         }
         if (r.final_outstanding[size_t(side)] != 0)
             v.push_back({"clean_failure", r.end_time,
-                         std::to_string(r.final_outstanding[size_t(side)]) +
-                             " outstanding work request(s) left on " + side_char(side)});
+                         std::to_string(r.final_outstanding[size_t(side)]) + " outstanding work request(s) left on " +
+                             side_char(side)});
     }
     return v;
 }
@@ -583,15 +541,14 @@ std::vector<Violation> check_incast(const Scenario& s, const RunResult& r, Side 
     for (uint16_t j = 0; j < k; ++j) {
         const auto& sl = r.slots[size_t(receiver)];
         if (j >= sl.size() || !sl[j].id) {
-            v.push_back({"incast", r.end_time,
-                         "connection " + std::to_string(j) + " never came up on the receiver"});
+            v.push_back({"incast", r.end_time, "connection " + std::to_string(j) + " never came up on the receiver"});
             return v;
         }
         ids[j] = *sl[j].id;
         const auto it = r.first_data.find({int(receiver), ids[j]});
         if (it == r.first_data.end()) {
-            v.push_back({"incast", r.end_time,
-                         "connection " + std::to_string(j) + " delivered no data to the receiver"});
+            v.push_back(
+                {"incast", r.end_time, "connection " + std::to_string(j) + " delivered no data to the receiver"});
             return v;
         }
         last_first = std::max(last_first, it->second);
@@ -610,25 +567,22 @@ std::vector<Violation> check_incast(const Scenario& s, const RunResult& r, Side 
         const uint32_t share = it == at_deadline->end() ? 0 : it->second;
         if (share < fair)
             v.push_back({"incast", deadline,
-                         "connection " + std::to_string(j) + " is granted " +
-                             std::to_string(share) + " Mb/s at t=" + std::to_string(deadline) +
-                             " (FS_INTERVAL + RTT after the last first packet at " +
-                             std::to_string(last_first) +
-                             "), below C/N = " + std::to_string(rc.capacity_mbps) + "/" +
+                         "connection " + std::to_string(j) + " is granted " + std::to_string(share) + " Mb/s at t=" +
+                             std::to_string(deadline) + " (FS_INTERVAL + RTT after the last first packet at " +
+                             std::to_string(last_first) + "), below C/N = " + std::to_string(rc.capacity_mbps) + "/" +
                              std::to_string(k) + " [R-FS-5]"});
         // The sender hears of it within one more RTT: an ACK with a hint of at least C / N.
         const auto& ss = r.slots[size_t(sender)];
         if (j >= ss.size() || !ss[j].id) continue;
         bool heard = false;
         for (const auto& h : r.hints)
-            if (h.to == sender && h.conn == *ss[j].id && h.at >= last_first &&
-                h.at <= deadline + rtt && h.hint >= fair && h.hint <= rc.capacity_mbps)
+            if (h.to == sender && h.conn == *ss[j].id && h.at >= last_first && h.at <= deadline + rtt &&
+                h.hint >= fair && h.hint <= rc.capacity_mbps)
                 heard = true;
         if (!heard)
             v.push_back({"incast", deadline + rtt,
-                         "the sender of connection " + std::to_string(j) +
-                             " received no ACK with a hint of at least " + std::to_string(fair) +
-                             " Mb/s by t=" + std::to_string(deadline + rtt) + " [R-FS-5]"});
+                         "the sender of connection " + std::to_string(j) + " received no ACK with a hint of at least " +
+                             std::to_string(fair) + " Mb/s by t=" + std::to_string(deadline + rtt) + " [R-FS-5]"});
     }
     return v;
 }
@@ -637,9 +591,7 @@ std::vector<Violation> check_all(const Scenario& s, const RunResult& r) {
     std::vector<Violation> v = r.violations;
     const auto e = expect(s);
     for (const auto& u : e.unsupported) v.push_back({"unsupported_workload", 0, u});
-    const auto add = [&](std::vector<Violation> more) {
-        v.insert(v.end(), more.begin(), more.end());
-    };
+    const auto add = [&](std::vector<Violation> more) { v.insert(v.end(), more.begin(), more.end()); };
     add(check_connections(s, r));
     add(check_exactly_once(s, e, r));
     add(check_memory(s, e, r));
@@ -687,8 +639,8 @@ void AckedPsnMonitor::on_data_sent(model::Time now, Side from, const WireInfo& d
         std::snprintf(psn, sizeof psn, "0x%08x", d.psn);
         out_.push_back({"acked_psn_resent", now,
                         std::string(1, side_char(from)) + " sent " +
-                            std::string(ref::opcode_name(ref::Opcode(d.opcode))) + " psn " + psn +
-                            " on path " + std::to_string(d.path) +
+                            std::string(ref::opcode_name(ref::Opcode(d.opcode))) + " psn " + psn + " on path " +
+                            std::to_string(d.path) +
                             ((d.flags & ref::kFlagVoid)   ? " (VOID)"
                              : (d.flags & ref::kFlagRetx) ? " (RETX)"
                                                           : "") +
@@ -696,9 +648,7 @@ void AckedPsnMonitor::on_data_sent(model::Time now, Side from, const WireInfo& d
     }
 }
 
-std::vector<Violation> AckedPsnMonitor::take() {
-    return std::exchange(out_, {});
-}
+std::vector<Violation> AckedPsnMonitor::take() { return std::exchange(out_, {}); }
 void AckedPsnMonitor::take_into(std::vector<Violation>& out) {
     out.insert(out.end(), out_.begin(), out_.end());
     out_.clear();
@@ -714,8 +664,7 @@ std::vector<Violation> check_step(model::Time now, Side side, const SimEndpoint&
         if (it == local_of_dcid.end()) continue;
         const uint32_t conn = it->second;
         const auto pv = ep.path_view(conn, path);
-        const std::string where =
-            who + " conn " + std::to_string(conn) + " path " + std::to_string(path);
+        const std::string where = who + " conn " + std::to_string(conn) + " path " + std::to_string(path);
         if (!pv) {
             v.push_back({"window", now, where + ": sent data on a path with no path view"});
             continue;
@@ -727,8 +676,7 @@ std::vector<Violation> check_step(model::Time now, Side side, const SimEndpoint&
                              std::to_string(pv->cwnd) + " after sending [R-CC-3]"});
         if (uint32_t(pv->snxt - pv->suna) > 256)
             v.push_back({"span", now,
-                         where +
-                             ": SNXT - SUNA = " + std::to_string(uint32_t(pv->snxt - pv->suna)) +
+                         where + ": SNXT - SUNA = " + std::to_string(uint32_t(pv->snxt - pv->suna)) +
                              " > 256 [R-PSN-4] [R-REL-2]"});
     }
     // [R-FS-4]: the shares of all active connections of this receiver, together.

@@ -47,8 +47,7 @@ std::vector<Intent> generate_intents(const WorkloadKnobs& k, uint64_t seed) {
         Intent in;
         in.at = k.start + g.below(uint64_t(k.spread_us) + 1);
         in.side = k.both_sides && g.below(3) == 0 ? Side::B : Side::A;
-        in.kind =
-            std::array{OpKind::Send, OpKind::Write, OpKind::WriteImm, OpKind::Read}[g.below(4)];
+        in.kind = std::array{OpKind::Send, OpKind::Write, OpKind::WriteImm, OpKind::Read}[g.below(4)];
         in.stream = uint16_t(g.below(std::max<uint16_t>(k.streams, 1)));
         switch (g.below(8)) {
             case 0:
@@ -73,8 +72,7 @@ std::vector<Intent> generate_intents(const WorkloadKnobs& k, uint64_t seed) {
     return out;
 }
 
-Scenario generate_scenario(uint64_t seed, const FaultKnobs& faults, const WorkloadKnobs& workload,
-                           uint16_t links) {
+Scenario generate_scenario(uint64_t seed, const FaultKnobs& faults, const WorkloadKnobs& workload, uint16_t links) {
     Scenario s = base_scenario();
     s.seed = seed;
     s.connections = std::max<uint16_t>(workload.connections, 1);
@@ -121,14 +119,12 @@ void parse_value(std::string_view key, std::string_view val, T& field) {
         else if (val == "0" || val == "false")
             field = false;
         else
-            throw std::invalid_argument("bad value for knob " + std::string(key) + ": " +
-                                        std::string(val));
+            throw std::invalid_argument("bad value for knob " + std::string(key) + ": " + std::string(val));
     } else {
         T x{};
         const auto r = std::from_chars(val.data(), val.data() + val.size(), x);
         if (r.ec != std::errc() || r.ptr != val.data() + val.size())
-            throw std::invalid_argument("bad value for knob " + std::string(key) + ": " +
-                                        std::string(val));
+            throw std::invalid_argument("bad value for knob " + std::string(key) + ": " + std::string(val));
         field = x;
     }
 }

@@ -14,8 +14,7 @@ std::string_view link_dir_name(LinkDir d) {
     return "UNKNOWN";
 }
 
-Network::Network(NetConfig config, Schedule schedule)
-    : config_(config), schedule_(std::move(schedule)) {
+Network::Network(NetConfig config, Schedule schedule) : config_(config), schedule_(std::move(schedule)) {
     if (config_.links == 0) config_.links = 1;
     for (auto& u : up_) u.assign(config_.links, true);
 }
@@ -30,9 +29,7 @@ void Network::all_links_up() {
     for (auto& u : up_) u.assign(config_.links, true);
 }
 
-bool Network::link_up(Side from, uint16_t link) const {
-    return link < config_.links && up_[size_t(from)][link];
-}
+bool Network::link_up(Side from, uint16_t link) const { return link < config_.links && up_[size_t(from)][link]; }
 
 Network::Entered Network::enter(model::Time now, Side from, std::vector<uint8_t> frame) {
     Entered e;

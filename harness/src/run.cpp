@@ -34,7 +34,7 @@ std::string hex(uint64_t v, int digits) {
 }
 
 class Sim {
-  public:
+public:
     Sim(const Scenario& s, const EndpointFactory& f, const RunOptions& o)
         : s_(s), opt_(o), net_(s.net, s.schedule), k_(std::max<uint16_t>(s.connections, 1)) {
         for (int i = 0; i < 2; ++i) {
@@ -46,9 +46,8 @@ class Sim {
         // Posting order: stable by time, per side (deferrals keep the order within a connection).
         std::vector<size_t> order(s.workload.ops.size());
         for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-        std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) {
-            return s.workload.ops[a].at < s.workload.ops[b].at;
-        });
+        std::stable_sort(order.begin(), order.end(),
+                         [&](size_t a, size_t b) { return s.workload.ops[a].at < s.workload.ops[b].at; });
         for (size_t i : order) pending_[size_t(s.workload.ops[i].side)].push_back(i);
     }
 
@@ -59,8 +58,7 @@ class Sim {
             if (r_.events >= s_.limits.max_events) {
                 r_.hit_event_limit = true;
                 r_.violations.push_back(
-                    {"event_limit", now_,
-                     "more than " + std::to_string(s_.limits.max_events) + " events (livelock?)"});
+                    {"event_limit", now_, "more than " + std::to_string(s_.limits.max_events) + " events (livelock?)"});
                 break;
             }
             std::pop_heap(q_.begin(), q_.end(), later);
@@ -86,7 +84,7 @@ class Sim {
         return std::move(r_);
     }
 
-  private:
+private:
     // A receive-consuming message: (receiving side, its connection ID, stream, RSN).
     using MsgKey = std::tuple<int, uint32_t, uint16_t, uint32_t>;
     enum class Kind : uint8_t { Frame, Wake, PostDue, Link, FaultsEnd };
@@ -126,9 +124,7 @@ class Sim {
     void line(Side side, const std::string& what) { line(std::string(1, side_char(side)), what); }
     // Connection index in event lines, only when there are several (one-connection traces keep
     // their historical form).
-    std::string conn_tag(uint16_t j) const {
-        return k_ > 1 ? " c=" + std::to_string(j) : std::string();
-    }
+    std::string conn_tag(uint16_t j) const { return k_ > 1 ? " c=" + std::to_string(j) : std::string(); }
 
     SimEndpoint& ep(Side s) { return *ep_[size_t(s)]; }
     ConnSlot& slot(Side s, uint16_t j) { return r_.slots[size_t(s)][j]; }
@@ -140,23 +136,20 @@ class Sim {
             for (bool guard : {false, true}) {
                 const uint64_t va = guard ? L.guard_base(side) : L.base[size_t(side)];
                 const uint64_t len = guard ? L.guard_size : L.region_size;
-                const uint32_t acc = guard ? model::access::kLocalWrite
-                                           : model::access::kLocalWrite |
-                                                 model::access::kRemoteWrite |
-                                                 model::access::kRemoteRead;
+                const uint32_t acc =
+                    guard ? model::access::kLocalWrite
+                          : model::access::kLocalWrite | model::access::kRemoteWrite | model::access::kRemoteRead;
                 registered_ = std::nullopt;
                 call(side, model::RegisterMemory{va, len, acc});
                 if (!registered_) {
                     r_.violations.push_back(
-                        {"setup", now_,
-                         std::string("RegisterMemory gave no MemoryRegistered on ") +
-                             side_char(side)});
+                        {"setup", now_, std::string("RegisterMemory gave no MemoryRegistered on ") + side_char(side)});
                     return;
                 }
                 keys_[size_t(side)][guard ? 1 : 0] = *registered_;
-                line(side, std::string("register ") + (guard ? "guard" : "data") +
-                               " va=" + hex(va, 1) + " len=" + std::to_string(len) + " lkey=" +
-                               hex(registered_->lkey, 8) + " rkey=" + hex(registered_->rkey, 8));
+                line(side, std::string("register ") + (guard ? "guard" : "data") + " va=" + hex(va, 1) +
+                               " len=" + std::to_string(len) + " lkey=" + hex(registered_->lkey, 8) +
+                               " rkey=" + hex(registered_->rkey, 8));
                 call(side, model::WriteMemory{va, pattern(s_.seed, side, guard, 0, len)});
             }
         }
@@ -223,8 +216,7 @@ class Sim {
                 transmit(side, std::move(t->frame), data_paths);
             } else if (auto* c = std::get_if<model::Completion>(&a)) {
                 r_.completions.push_back({now_, side, *c});
-                std::string l = "cmp wr=" + std::to_string(c->wr_id) + " " +
-                                std::string(model::work_op_name(c->op)) +
+                std::string l = "cmp wr=" + std::to_string(c->wr_id) + " " + std::string(model::work_op_name(c->op)) +
                                 " stream=" + std::to_string(c->stream) +
                                 " status=" + std::string(model::status_name(c->status)) +
                                 " len=" + std::to_string(c->byte_len);
@@ -234,17 +226,15 @@ class Sim {
                 registered_ = *m;
             } else if (auto* p = std::get_if<model::PostRejected>(&a)) {
                 rejected_.push_back(*p);
-                line(side,
-                     "rejected wr=" + std::to_string(p->wr_id) + " reason=\"" + p->reason + "\"");
+                line(side, "rejected wr=" + std::to_string(p->wr_id) + " reason=\"" + p->reason + "\"");
             } else if (auto* u = std::get_if<model::ConnectionUp>(&a)) {
                 r_.conn_events.push_back({now_, side, u->conn, true, model::Status::Success});
-                line(side, "up conn=" + std::to_string(u->conn) +
-                               " initiator=" + (u->initiator ? "1" : "0"));
+                line(side, "up conn=" + std::to_string(u->conn) + " initiator=" + (u->initiator ? "1" : "0"));
                 ups.push_back(u->conn);
             } else if (auto* d = std::get_if<model::ConnectionDown>(&a)) {
                 r_.conn_events.push_back({now_, side, d->conn, false, d->status});
-                line(side, "down conn=" + std::to_string(d->conn) +
-                               " status=" + std::string(model::status_name(d->status)));
+                line(side,
+                     "down conn=" + std::to_string(d->conn) + " status=" + std::string(model::status_name(d->status)));
                 on_down(side, d->conn, d->status);
             } else if (auto* w = std::get_if<model::Wakeup>(&a)) {
                 wake = wake ? std::min(*wake, w->at) : w->at;
@@ -333,24 +323,21 @@ class Sim {
     }
     static int side_bit(Side s) { return 1 << int(s); }
 
-    void transmit(Side from, std::vector<uint8_t> frame,
-                  std::set<std::pair<uint32_t, uint16_t>>& data_paths) {
+    void transmit(Side from, std::vector<uint8_t> frame, std::set<std::pair<uint32_t, uint16_t>>& data_paths) {
         const auto info = parse_wire(frame);
         std::string summary;
         if (opt_.trace) {
             if (opt_.canonical_packets)
                 summary = canonical_line(frame, s_.config[size_t(other(from))].udp_port);
             else
-                summary =
-                    info ? summarize(*info) : "UNPARSEABLE len=" + std::to_string(frame.size());
+                summary = info ? summarize(*info) : "UNPARSEABLE len=" + std::to_string(frame.size());
         }
         if (info) {
             if (opt_.step_checks && info->is_ack() && info->hint > ep(from).capacity_mbps())
-                r_.violations.push_back(
-                    {"rate_shares", now_,
-                     std::string(1, side_char(from)) + " sent a rate hint of " +
-                         std::to_string(info->hint) + " Mb/s above its capacity " +
-                         std::to_string(ep(from).capacity_mbps()) + " [R-FS-4]"});
+                r_.violations.push_back({"rate_shares", now_,
+                                         std::string(1, side_char(from)) + " sent a rate hint of " +
+                                             std::to_string(info->hint) + " Mb/s above its capacity " +
+                                             std::to_string(ep(from).capacity_mbps()) + " [R-FS-4]"});
             if (info->is_data()) {
                 if (info->flags & ref::kFlagRetx) ++r_.net.retransmissions;
                 if (info->flags & ref::kFlagVoid) ++r_.net.voids;
@@ -358,8 +345,7 @@ class Sim {
                 data_paths.insert({info->dcid, info->path});
                 if (opt_.step_checks) acked_.on_data_sent(now_, from, *info);
                 if (info->opcode == 0x01 || info->opcode == 0x03)  // SEND, WRITE_IMM
-                    msg_psns_[{int(other(from)), info->dcid, info->stream, info->rsn}].insert(
-                        {info->path, info->psn});
+                    msg_psns_[{int(other(from)), info->dcid, info->stream, info->rsn}].insert({info->path, info->psn});
             } else if (info->opcode == 0x11) {
                 ++r_.net.naks;
             } else if (info->opcode == 0x12) {
@@ -386,8 +372,7 @@ class Sim {
                     break;
                 case PacketFate::Duplicate:
                     fate = "Duplicate+" +
-                           std::to_string(
-                               e.copies.size() == 2 ? e.copies[1].arrive - e.copies[0].arrive : 0);
+                           std::to_string(e.copies.size() == 2 ? e.copies[1].arrive - e.copies[0].arrive : 0);
                     ++r_.net.duplicated;
                     break;
                 case PacketFate::Delay:
@@ -404,8 +389,7 @@ class Sim {
                     break;
             }
         }
-        line(from, "tx #" + std::to_string(e.index) + " " + summary + " | " + fate +
-                       " link=" + std::to_string(e.link));
+        line(from, "tx #" + std::to_string(e.index) + " " + summary + " | " + fate + " link=" + std::to_string(e.link));
         for (size_t c = 0; c < e.copies.size(); ++c) {
             QEvent ev;
             ev.t = e.copies[c].arrive;
@@ -448,8 +432,7 @@ class Sim {
                     std::string l = "rx #" + std::to_string(ev.index);
                     if (ev.second_copy) l += " copy2";
                     if (ev.corrupted) {
-                        l += " corrupted: " +
-                             canonical_line(ev.frame, s_.config[size_t(ev.side)].udp_port);
+                        l += " corrupted: " + canonical_line(ev.frame, s_.config[size_t(ev.side)].udp_port);
                     } else {
                         l += " " + ev.summary;
                     }
@@ -458,25 +441,21 @@ class Sim {
                 std::optional<WireInfo> info;
                 // A corrupted frame can still be valid (the UDP source port is protected by
                 // nothing, README "The network"): the endpoint then acts on it, so do we.
-                const bool intact = !ev.corrupted ||
-                                    ref::decode(ev.frame, s_.config[size_t(ev.side)].udp_port).ok();
+                const bool intact = !ev.corrupted || ref::decode(ev.frame, s_.config[size_t(ev.side)].udp_port).ok();
                 if (intact) {
                     info = parse_wire(ev.frame);
                     if (info && info->is_ack()) {
                         acked_.on_ack_delivered(now_, ev.side, *info);
-                        if (opt_.record_shares)
-                            r_.hints.push_back({now_, ev.side, info->dcid, info->hint});
+                        if (opt_.record_shares) r_.hints.push_back({now_, ev.side, info->dcid, info->hint});
                     }
-                    if (info && info->is_data())
-                        r_.first_data.emplace(std::make_pair(int(ev.side), info->dcid), now_);
+                    if (info && info->is_data()) r_.first_data.emplace(std::make_pair(int(ev.side), info->dcid), now_);
                 }
                 call(ev.side, model::Receive{std::move(ev.frame)});
                 // [R-REL-9]: the VOID of a SEND / WRITE_IMM has now cancelled its RSN here and
                 // made its PSN received; a receive that waits for that may be posted.
                 if (info && info->is_data() && (info->flags & ref::kFlagVoid) &&
                     (info->opcode == 0x01 || info->opcode == 0x03)) {
-                    msg_voided_[{int(ev.side), info->dcid, info->stream, info->rsn}].insert(
-                        {info->path, info->psn});
+                    msg_voided_[{int(ev.side), info->dcid, info->stream, info->rsn}].insert({info->path, info->psn});
                     post_soon(ev.side);
                 }
                 break;
@@ -496,8 +475,8 @@ class Sim {
                 break;
             case Kind::Link:
                 net_.set_link(ev.link.dir, ev.link.link, ev.link.up);
-                line("net", "link " + std::string(link_dir_name(ev.link.dir)) + " " +
-                                std::to_string(ev.link.link) + (ev.link.up ? " up" : " down"));
+                line("net", "link " + std::string(link_dir_name(ev.link.dir)) + " " + std::to_string(ev.link.link) +
+                                (ev.link.up ? " up" : " down"));
                 break;
             case Kind::FaultsEnd:
                 net_.all_links_up();
@@ -584,9 +563,8 @@ class Sim {
                 rec.no_connection = true;
                 rec.reason = "harness: connection " + std::to_string(op.conn) + " never came up";
                 r_.posts[i] = rec;
-                line(side, "unposted op=" + std::to_string(i) +
-                               " wr=" + std::to_string(wr_id_of(i)) + conn_tag(op.conn) +
-                               " (no connection)");
+                line(side, "unposted op=" + std::to_string(i) + " wr=" + std::to_string(wr_id_of(i)) +
+                               conn_tag(op.conn) + " (no connection)");
                 continue;
             }
             post(i, conn);
@@ -613,8 +591,7 @@ class Sim {
         const uint64_t va = L.base[size_t(side)] + op.local_off;
         const uint32_t lkey = keys_[size_t(side)][0].lkey;
         const uint64_t rva =
-            (op.key == KeyChoice::NoAccess ? L.guard_base(peer) : L.base[size_t(peer)]) +
-            op.remote_off;
+            (op.key == KeyChoice::NoAccess ? L.guard_base(peer) : L.base[size_t(peer)]) + op.remote_off;
         const uint32_t rkey = op.key == KeyChoice::Valid      ? keys_[size_t(peer)][0].rkey
                               : op.key == KeyChoice::NoAccess ? keys_[size_t(peer)][1].rkey
                                                               : invalid_rkey(peer);
@@ -624,8 +601,7 @@ class Sim {
                 ev = model::PostSend{conn, op.stream, wr, va, op.length, lkey};
                 break;
             case OpKind::Write:
-                ev = model::PostWrite{conn, op.stream, wr,   va,          op.length,
-                                      lkey, rva,       rkey, std::nullopt};
+                ev = model::PostWrite{conn, op.stream, wr, va, op.length, lkey, rva, rkey, std::nullopt};
                 break;
             case OpKind::WriteImm:
                 ev = model::PostWrite{conn, op.stream, wr, va, op.length, lkey, rva, rkey, op.imm};
@@ -639,8 +615,8 @@ class Sim {
         }
         std::string l = "post op=" + std::to_string(i) + " wr=" + std::to_string(wr) + " " +
                         std::string(op_kind_name(op.kind)) + conn_tag(op.conn) +
-                        " stream=" + std::to_string(op.stream) +
-                        " len=" + std::to_string(op.length) + " va=" + hex(va, 1);
+                        " stream=" + std::to_string(op.stream) + " len=" + std::to_string(op.length) +
+                        " va=" + hex(va, 1);
         if (op.kind == OpKind::Write || op.kind == OpKind::WriteImm || op.kind == OpKind::Read)
             l += " rva=" + hex(rva, 1) + " rkey=" + hex(rkey, 8);
         if (op.kind == OpKind::WriteImm) l += " imm=" + hex(op.imm, 8);
@@ -659,8 +635,7 @@ class Sim {
         rejected_.clear();
         // [R-MATCH-1]: an accepted receive takes the stream's next RSN; a refused one takes none
         // [R-MEM-4].
-        if (op.kind == OpKind::Recv && !r_.posts[i]->rejected)
-            ++recvs_posted_[{int(side), op.conn, op.stream}];
+        if (op.kind == OpKind::Recv && !r_.posts[i]->rejected) ++recvs_posted_[{int(side), op.conn, op.stream}];
     }
 
     bool quiescent() const {
@@ -689,8 +664,7 @@ class Sim {
             r_.guard_mem[size_t(side)] = e.read_memory(L.guard_base(side), L.guard_size);
             for (auto& sl : r_.slots[size_t(side)])
                 if (sl.id) sl.final_state = e.connection_state(*sl.id);
-            if (r_.conn[size_t(side)])
-                r_.final_state[size_t(side)] = e.connection_state(*r_.conn[size_t(side)]);
+            if (r_.conn[size_t(side)]) r_.final_state[size_t(side)] = e.connection_state(*r_.conn[size_t(side)]);
             size_t out = 0;
             for (uint32_t c : e.connections()) out += e.outstanding_work(c);
             r_.final_outstanding[size_t(side)] = out;
@@ -708,9 +682,9 @@ class Sim {
     std::array<std::array<model::MemoryRegistered, 2>, 2> keys_{};  // [side][data, guard]
     std::optional<model::MemoryRegistered> registered_;
     std::vector<model::PostRejected> rejected_;
-    std::optional<uint16_t> connecting_;  // index of the Connect being issued (setup)
-    std::array<std::map<uint32_t, uint16_t>, 2> index_of_;  // local connection ID -> index
-    std::map<uint32_t, uint32_t> accept_peer_;  // B's connection ID -> A's, from ACCEPTs
+    std::optional<uint16_t> connecting_;                         // index of the Connect being issued (setup)
+    std::array<std::map<uint32_t, uint16_t>, 2> index_of_;       // local connection ID -> index
+    std::map<uint32_t, uint32_t> accept_peer_;                   // B's connection ID -> A's, from ACCEPTs
     std::array<std::map<uint32_t, uint32_t>, 2> local_of_dcid_;  // per side: peer ID -> own ID
     std::vector<bool> a_failed_before_up_;
     std::map<std::tuple<int, uint16_t, uint16_t>, uint32_t> recvs_posted_;  // next RSN

@@ -58,9 +58,7 @@ std::string num(const T& v) {
         return std::to_string(+v);
 }
 
-std::string time_str(model::Time t) {
-    return t == kNever ? "never" : std::to_string(t);
-}
+std::string time_str(model::Time t) { return t == kNever ? "never" : std::to_string(t); }
 
 std::string address_str(const model::Address& a) {
     std::string s = "mac=";
@@ -104,8 +102,7 @@ struct Fields {
             base = 16;
         }
         auto r = std::from_chars(b, e, x, base);
-        if (r.ec != std::errc() || r.ptr != e)
-            fail("bad number for " + std::string(key) + ": " + v);
+        if (r.ec != std::errc() || r.ptr != e) fail("bad number for " + std::string(key) + ": " + v);
         return x;
     }
     model::Time time(std::string_view key) const {
@@ -119,8 +116,7 @@ struct Fields {
             if (x > 1) fail("bad flag " + std::string(key));
             out = x == 1;
         } else {
-            if (x > uint64_t(std::numeric_limits<T>::max()))
-                fail("value out of range for " + std::string(key));
+            if (x > uint64_t(std::numeric_limits<T>::max())) fail("value out of range for " + std::string(key));
             out = T(x);
         }
     }
@@ -147,8 +143,7 @@ model::Address parse_address(const Fields& f) {
     model::Address a;
     const auto& mac = f.get("mac");
     unsigned m[6];
-    if (std::sscanf(mac.c_str(), "%2x:%2x:%2x:%2x:%2x:%2x", &m[0], &m[1], &m[2], &m[3], &m[4],
-                    &m[5]) != 6)
+    if (std::sscanf(mac.c_str(), "%2x:%2x:%2x:%2x:%2x:%2x", &m[0], &m[1], &m[2], &m[3], &m[4], &m[5]) != 6)
         f.fail("bad mac");
     for (size_t i = 0; i < 6; ++i) a.mac[i] = uint8_t(m[i]);
     f.into("ipv6", a.ipv6);
@@ -182,9 +177,7 @@ std::vector<Violation> check_scenario(const Scenario& s, const RunResult& r, Che
             std::vector<Violation> v = r.violations;
             const auto e = expect(s);
             for (const auto& u : e.unsupported) v.push_back({"unsupported_workload", 0, u});
-            const auto add = [&](std::vector<Violation> more) {
-                v.insert(v.end(), more.begin(), more.end());
-            };
+            const auto add = [&](std::vector<Violation> more) { v.insert(v.end(), more.begin(), more.end()); };
             add(check_exactly_once(s, e, r, Tolerance{true, {}}));
             add(check_memory(s, e, r, Tolerance{true, {}}));
             add(check_stream_order(s, r));
@@ -198,9 +191,7 @@ std::vector<Violation> check_scenario(const Scenario& s, const RunResult& r, Che
             std::vector<Violation> v = r.violations;
             const auto e = expect(s);
             for (const auto& u : e.unsupported) v.push_back({"unsupported_workload", 0, u});
-            const auto add = [&](std::vector<Violation> more) {
-                v.insert(v.end(), more.begin(), more.end());
-            };
+            const auto add = [&](std::vector<Violation> more) { v.insert(v.end(), more.begin(), more.end()); };
             const Tolerance t = tolerance_for_failed_connections(s, r);
             add(check_exactly_once(s, e, r, t));
             add(check_memory(s, e, r, t));
@@ -220,22 +211,19 @@ std::string scenario_text(const Scenario& s, CheckMode mode) {
     for (Side side : {Side::A, Side::B}) {
         const auto& c = s.config[size_t(side)];
         o << "config " << side_char(side) << " " << address_str(c.self);
-        for_each_config_field(
-            c, [&](const char* name, const auto& v) { o << " " << name << "=" << num(v); });
+        for_each_config_field(c, [&](const char* name, const auto& v) { o << " " << name << "=" << num(v); });
         o << "\n";
     }
     if (s.connections != 1) o << "connections count=" << s.connections << "\n";
     o << "net base_delay_us=" << s.net.base_delay_us << " links=" << s.net.links
-      << " faults_until=" << time_str(s.net.faults_until)
-      << " protect_handshake=" << num(s.net.protect_handshake);
+      << " faults_until=" << time_str(s.net.faults_until) << " protect_handshake=" << num(s.net.protect_handshake);
     if (s.net.dead_links > 0) o << " dead_links=" << s.net.dead_links << " dead_from=" << s.net.dead_from;
     o << "\n";
-    o << "limits time_limit=" << time_str(s.limits.time_limit)
-      << " max_events=" << s.limits.max_events << " linger_us=" << s.limits.linger_us
-      << " until_conn_down=" << num(s.limits.until_conn_down) << "\n";
+    o << "limits time_limit=" << time_str(s.limits.time_limit) << " max_events=" << s.limits.max_events
+      << " linger_us=" << s.limits.linger_us << " until_conn_down=" << num(s.limits.until_conn_down) << "\n";
     const auto& L = s.workload.layout;
-    o << "layout base_a=" << hexs(L.base[0]) << " base_b=" << hexs(L.base[1])
-      << " region_size=" << L.region_size << " guard_size=" << L.guard_size << "\n";
+    o << "layout base_a=" << hexs(L.base[0]) << " base_b=" << hexs(L.base[1]) << " region_size=" << L.region_size
+      << " guard_size=" << L.guard_size << "\n";
     o << "fates count=" << s.schedule.fates.size() << "\n";
     for (size_t k = 0; k < s.schedule.fates.size(); ++k) {
         const auto& f = s.schedule.fates[k];
@@ -250,17 +238,16 @@ std::string scenario_text(const Scenario& s, CheckMode mode) {
         o << "link at=" << le.at << " dir=" << link_dir_name(le.dir) << " link=" << le.link
           << " state=" << (le.up ? "up" : "down") << "\n";
     for (const auto& op : s.workload.ops)
-        o << "op at=" << op.at << " side=" << side_char(op.side)
-          << " kind=" << op_kind_name(op.kind) << " stream=" << op.stream << " len=" << op.length
-          << " local=" << hexs(op.local_off) << " remote=" << hexs(op.remote_off)
-          << " key=" << key_choice_name(op.key) << " imm=" << hexs(op.imm)
-          << (op.conn ? " conn=" + std::to_string(op.conn) : std::string())
-          << (op.after_void ? " after=void" : "") << "\n";
+        o << "op at=" << op.at << " side=" << side_char(op.side) << " kind=" << op_kind_name(op.kind)
+          << " stream=" << op.stream << " len=" << op.length << " local=" << hexs(op.local_off)
+          << " remote=" << hexs(op.remote_off) << " key=" << key_choice_name(op.key) << " imm=" << hexs(op.imm)
+          << (op.conn ? " conn=" + std::to_string(op.conn) : std::string()) << (op.after_void ? " after=void" : "")
+          << "\n";
     return o.str();
 }
 
-std::string to_trace(const Scenario& s, CheckMode mode, const RunResult& r,
-                     const std::vector<Violation>& violations, bool canonical_packets) {
+std::string to_trace(const Scenario& s, CheckMode mode, const RunResult& r, const std::vector<Violation>& violations,
+                     bool canonical_packets) {
     std::string t = scenario_text(s, mode);
     if (canonical_packets) t += "packets canonical\n";
     t += "events\n";
@@ -272,8 +259,7 @@ std::string to_trace(const Scenario& s, CheckMode mode, const RunResult& r,
     if (violations.empty())
         t += "verdict pass\n";
     else
-        t += "verdict fail " + std::to_string(violations.size()) + "\n" +
-             format_violations(violations, SIZE_MAX);
+        t += "verdict fail " + std::to_string(violations.size()) + "\n" + format_violations(violations, SIZE_MAX);
     return t;
 }
 
@@ -304,8 +290,7 @@ ParsedTrace parse_trace(std::string_view text) {
         const std::string_view word = line.substr(0, sp);
         if (!header) {
             if (line != "mroce-trace 1")
-                throw TraceError("trace line " + std::to_string(line_no) +
-                                 ": expected 'mroce-trace 1'");
+                throw TraceError("trace line " + std::to_string(line_no) + ": expected 'mroce-trace 1'");
             header = true;
             continue;
         }
@@ -314,12 +299,10 @@ ParsedTrace parse_trace(std::string_view text) {
         } else if (word == "packets") {
             const auto m = line.substr(sp + 1);
             if (m != "canonical" && m != "compact")
-                throw TraceError("trace line " + std::to_string(line_no) +
-                                 ": packets canonical|compact");
+                throw TraceError("trace line " + std::to_string(line_no) + ": packets canonical|compact");
             p.canonical_packets = m == "canonical";
         } else if (word == "seed") {
-            p.scenario.seed =
-                split(line, line_no, 0).parse_u64(std::string(line.substr(sp + 1)), "seed");
+            p.scenario.seed = split(line, line_no, 0).parse_u64(std::string(line.substr(sp + 1)), "seed");
         } else if (word == "check") {
             const auto m = line.substr(sp + 1);
             if (m == "Standard")
@@ -334,8 +317,7 @@ ParsedTrace parse_trace(std::string_view text) {
                 throw TraceError("trace line " + std::to_string(line_no) + ": unknown check mode");
         } else if (word == "config") {
             const Fields f = split(line, line_no, 1);
-            if (f.words.size() != 1 || (f.words[0] != "A" && f.words[0] != "B"))
-                f.fail("config needs side A or B");
+            if (f.words.size() != 1 || (f.words[0] != "A" && f.words[0] != "B")) f.fail("config needs side A or B");
             auto& c = p.scenario.config[f.words[0] == "A" ? 0 : 1];
             c.self = parse_address(f);
             size_t known = 3;  // mac, ipv6, ip
@@ -432,8 +414,7 @@ ParsedTrace parse_trace(std::string_view text) {
         } else if (word == "verdict" || word == "violation" || word == "...") {
             p.violations.emplace_back(line);
         } else {
-            throw TraceError("trace line " + std::to_string(line_no) + ": unknown line '" +
-                             std::string(word) + "'");
+            throw TraceError("trace line " + std::to_string(line_no) + ": unknown line '" + std::string(word) + "'");
         }
         if (end == text.size()) break;
     }
@@ -441,15 +422,13 @@ ParsedTrace parse_trace(std::string_view text) {
     if (in_events) throw TraceError("trace ends inside the events section (no 'end')");
     p.scenario.schedule.fates.assign(fates_count, PacketFate{});
     for (const auto& [k, f] : fates) {
-        if (k >= fates_count)
-            throw TraceError("fate index " + std::to_string(k) + " beyond fates count");
+        if (k >= fates_count) throw TraceError("fate index " + std::to_string(k) + " beyond fates count");
         p.scenario.schedule.fates[k] = f;
     }
     return p;
 }
 
-ReplayResult replay(std::string_view trace_text, const EndpointFactory& factory,
-                    const RunOptions& options) {
+ReplayResult replay(std::string_view trace_text, const EndpointFactory& factory, const RunOptions& options) {
     const ParsedTrace p = parse_trace(trace_text);
     ReplayResult rr;
     RunOptions o = options;

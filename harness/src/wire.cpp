@@ -7,15 +7,11 @@
 namespace mroce::harness {
 namespace {
 
-uint16_t be16(std::span<const uint8_t> f, size_t o) {
-    return uint16_t(f[o] << 8 | f[o + 1]);
-}
+uint16_t be16(std::span<const uint8_t> f, size_t o) { return uint16_t(f[o] << 8 | f[o + 1]); }
 uint32_t be32(std::span<const uint8_t> f, size_t o) {
     return uint32_t(f[o]) << 24 | uint32_t(f[o + 1]) << 16 | uint32_t(f[o + 2]) << 8 | f[o + 3];
 }
-uint64_t be64(std::span<const uint8_t> f, size_t o) {
-    return uint64_t(be32(f, o)) << 32 | be32(f, o + 4);
-}
+uint64_t be64(std::span<const uint8_t> f, size_t o) { return uint64_t(be32(f, o)) << 32 | be32(f, o + 4); }
 
 std::string hex32(uint32_t v) {
     char b[16];

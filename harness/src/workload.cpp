@@ -118,21 +118,16 @@ namespace {
 // untouched (and is detected), never in a neighbour's target.
 constexpr uint64_t kGap = 16;
 
-bool consumes_receive(OpKind k) {
-    return k == OpKind::Send || k == OpKind::WriteImm;
-}
+bool consumes_receive(OpKind k) { return k == OpKind::Send || k == OpKind::WriteImm; }
 
 }  // namespace
 
 Workload plan(std::vector<Intent> intents, const PlanConfig& config) {
-    std::stable_sort(intents.begin(), intents.end(),
-                     [](const Intent& a, const Intent& b) { return a.at < b.at; });
+    std::stable_sort(intents.begin(), intents.end(), [](const Intent& a, const Intent& b) { return a.at < b.at; });
 
     // Post-time refusals are decided first: a refused Send / WriteImm consumes no RSN [R-MEM-4],
     // so it neither gets a receive nor counts as the last message of its stream.
-    const auto refused = [](const Intent& in) {
-        return in.bad == Misbehaviour::BadLocal && in.kind != OpKind::Recv;
-    };
+    const auto refused = [](const Intent& in) { return in.bad == Misbehaviour::BadLocal && in.kind != OpKind::Recv; };
     // The last receive-consuming intent of each (side, connection, stream): only it may go without
     // a receive (NoRecv) or have its receive posted after its failure (RecvAfterFail), since every
     // later receive of the stream would otherwise take its RSN.
@@ -172,23 +167,17 @@ Workload plan(std::vector<Intent> intents, const PlanConfig& config) {
         op.imm = in.imm;
         op.conn = in.conn;
         Misbehaviour bad = in.bad;
-        const bool remote =
-            in.kind == OpKind::Write || in.kind == OpKind::WriteImm || in.kind == OpKind::Read;
-        const bool last =
-            consumes_receive(in.kind) && last_consuming[{int(in.side), in.conn, in.stream}] == i;
+        const bool remote = in.kind == OpKind::Write || in.kind == OpKind::WriteImm || in.kind == OpKind::Read;
+        const bool last = consumes_receive(in.kind) && last_consuming[{int(in.side), in.conn, in.stream}] == i;
         // Misbehaviours that do not apply to this intent are dropped, keeping the rest of it.
-        if ((bad == Misbehaviour::WrongKey || bad == Misbehaviour::NoRight ||
-             bad == Misbehaviour::OutOfBounds) &&
+        if ((bad == Misbehaviour::WrongKey || bad == Misbehaviour::NoRight || bad == Misbehaviour::OutOfBounds) &&
             !remote)
             bad = Misbehaviour::None;
-        if ((bad == Misbehaviour::RecvTooSmall || bad == Misbehaviour::RecvLate ||
-             bad == Misbehaviour::BadRecv) &&
+        if ((bad == Misbehaviour::RecvTooSmall || bad == Misbehaviour::RecvLate || bad == Misbehaviour::BadRecv) &&
             !consumes_receive(in.kind))
             bad = Misbehaviour::None;
-        if (bad == Misbehaviour::RecvTooSmall && in.kind == OpKind::Send && in.length == 0)
-            bad = Misbehaviour::None;
-        if ((bad == Misbehaviour::NoRecv || bad == Misbehaviour::RecvAfterFail) && !last)
-            bad = Misbehaviour::None;
+        if (bad == Misbehaviour::RecvTooSmall && in.kind == OpKind::Send && in.length == 0) bad = Misbehaviour::None;
+        if ((bad == Misbehaviour::NoRecv || bad == Misbehaviour::RecvAfterFail) && !last) bad = Misbehaviour::None;
 
         op.local_off = alloc(in.side, in.length);
         if (remote) {
@@ -202,9 +191,8 @@ Workload plan(std::vector<Intent> intents, const PlanConfig& config) {
                     op.remote_off = 0;
                     break;
                 case Misbehaviour::OutOfBounds:
-                    fixups.push_back({w.ops.size(), (in.slack & 1) && in.length >= 2
-                                                        ? Fixup::OobWrap
-                                                        : Fixup::OobRemote});
+                    fixups.push_back(
+                        {w.ops.size(), (in.slack & 1) && in.length >= 2 ? Fixup::OobWrap : Fixup::OobRemote});
                     break;
                 default:
                     break;
@@ -214,8 +202,7 @@ Workload plan(std::vector<Intent> intents, const PlanConfig& config) {
         if (bad == Misbehaviour::BadLocal) fixups.push_back({w.ops.size(), Fixup::BadLocal});
         w.ops.push_back(op);
 
-        if (consumes_receive(in.kind) && bad != Misbehaviour::NoRecv &&
-            bad != Misbehaviour::BadLocal) {
+        if (consumes_receive(in.kind) && bad != Misbehaviour::NoRecv && bad != Misbehaviour::BadLocal) {
             Op r;
             r.side = peer;
             r.kind = OpKind::Recv;
@@ -255,16 +242,14 @@ Workload plan(std::vector<Intent> intents, const PlanConfig& config) {
             case Fixup::OobWrap:
                 // The remote address + length wraps around 2^64: a check computed with overflow
                 // would wrongly accept it.
-                op.remote_off =
-                    (0 - uint64_t(op.length / 2)) - w.layout.base[size_t(other(op.side))];
+                op.remote_off = (0 - uint64_t(op.length / 2)) - w.layout.base[size_t(other(op.side))];
                 break;
             case Fixup::BadLocal:
                 op.local_off = size + 64;  // in the unregistered gap before the GUARD region
                 break;
         }
     }
-    std::stable_sort(w.ops.begin(), w.ops.end(),
-                     [](const Op& a, const Op& b) { return a.at < b.at; });
+    std::stable_sort(w.ops.begin(), w.ops.end(), [](const Op& a, const Op& b) { return a.at < b.at; });
     return w;
 }
 

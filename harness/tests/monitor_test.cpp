@@ -16,8 +16,7 @@ WireInfo control(uint8_t op, uint32_t scid, uint32_t dcid) {
     return w;
 }
 
-WireInfo ack(uint32_t dcid, uint16_t path, uint32_t cpsn,
-             std::initializer_list<int> sack_bits = {}) {
+WireInfo ack(uint32_t dcid, uint16_t path, uint32_t cpsn, std::initializer_list<int> sack_bits = {}) {
     WireInfo w;
     w.opcode = 0x10;
     w.dcid = dcid;
@@ -38,17 +37,13 @@ WireInfo data(uint32_t dcid, uint16_t path, uint32_t psn, uint16_t flags = 0) {
 }
 
 class FakeEndpoint : public SimEndpoint {
-  public:
+public:
     model::PathView pv;
     std::map<uint32_t, uint32_t> shares;
     std::vector<model::Action> handle(model::Time, const model::Event&) override { return {}; }
-    std::optional<std::vector<uint8_t>> read_memory(uint64_t, uint64_t) const override {
-        return std::nullopt;
-    }
+    std::optional<std::vector<uint8_t>> read_memory(uint64_t, uint64_t) const override { return std::nullopt; }
     std::vector<uint32_t> connections() const override { return {1}; }
-    std::optional<model::ConnState> connection_state(uint32_t) const override {
-        return model::ConnState::Established;
-    }
+    std::optional<model::ConnState> connection_state(uint32_t) const override { return model::ConnState::Established; }
     std::optional<model::PathView> path_view(uint32_t, uint16_t) const override { return pv; }
     uint16_t path_count(uint32_t) const override { return 1; }
     std::map<uint32_t, uint32_t> rate_shares() const override { return shares; }

@@ -82,9 +82,7 @@ TEST(Network, MarkCeReencodesLikeASwitch) {
             ASSERT_TRUE(r.ok()) << "v6=" << v6 << " ecn=" << int(ecn) << " "
                                 << (r.error ? ref::error_name(*r.error) : "");
             EXPECT_EQ(r.packet.ecn, marked ? 3 : ecn);
-            if (!marked) {
-                EXPECT_EQ(f, before);
-            }
+            if (!marked) { EXPECT_EQ(f, before); }
         }
     }
 }
@@ -103,8 +101,7 @@ TEST(Network, CorruptionIsDetectedByTheReceiver) {
             if (at == sport_at || at == sport_at + 1) {
                 EXPECT_TRUE(r.ok());
             } else {
-                EXPECT_FALSE(r.ok()) << "corruption at frame offset " << at << " mask " << int(mask)
-                                     << " not detected";
+                EXPECT_FALSE(r.ok()) << "corruption at frame offset " << at << " mask " << int(mask) << " not detected";
             }
         }
     }
@@ -199,18 +196,16 @@ TEST(Wire, ParsesAndSummarizes) {
     EXPECT_EQ(w->path, 1);
     EXPECT_EQ(w->plen, 64);
     EXPECT_EQ(w->rkey, 0x42u);
-    EXPECT_EQ(
-        summarize(*w),
-        "WRITE p=1 psn=0xfffffffe st=0 msn=0 off=0 len=64 mlen=64 va=0x1000 rkey=0x00000042 ecn=2 "
-        "dcid=0x00000007 sp=50000 ts=0");
+    EXPECT_EQ(summarize(*w),
+              "WRITE p=1 psn=0xfffffffe st=0 msn=0 off=0 len=64 mlen=64 va=0x1000 rkey=0x00000042 ecn=2 "
+              "dcid=0x00000007 sp=50000 ts=0");
     ref::Packet a = data_packet(false, 0);
     a.opcode = ref::Opcode::Ack;
     a.cpsn = 0xffffffff;
     a.sack[0] = 0x60;  // bits 1 and 2
     a.sack[1] = 0x01;  // bit 15
     const auto af = ref::encode(a, {});
-    EXPECT_EQ(
-        summarize(*parse_wire(af)),
-        "ACK p=1 cpsn=0xffffffff sack=+1..2,+15 ce=0 tse=0 hint=0 dcid=0x00000007 sp=50000 ts=0");
+    EXPECT_EQ(summarize(*parse_wire(af)),
+              "ACK p=1 cpsn=0xffffffff sack=+1..2,+15 ce=0 tse=0 hint=0 dcid=0x00000007 sp=50000 ts=0");
     EXPECT_FALSE(parse_wire(std::vector<uint8_t>(20)));
 }

@@ -64,9 +64,7 @@ TEST(Run, DeterministicAndReplayable) {
     const auto v = check_all(s, r1);
     const std::string trace = to_trace(s, CheckMode::Standard, r1, v);
     const auto rr = replay(trace);
-    EXPECT_TRUE(rr.reproduced) << rr.first_diff << "\n"
-                               << rr.recorded_line << "\n"
-                               << rr.replayed_line;
+    EXPECT_TRUE(rr.reproduced) << rr.first_diff << "\n" << rr.recorded_line << "\n" << rr.replayed_line;
     EXPECT_EQ(rr.violations.size(), v.size());
     // A tampered event line is noticed.
     std::string bad = trace;
@@ -87,8 +85,7 @@ TEST(Run, ChecksReportWrongOutcomes) {
     // Claim a successful op failed: both its completion and its placement now disagree.
     for (size_t i = 0; i < s.workload.ops.size(); ++i) {
         if (e.ops[i].placement && e.ops[i].placement->len > 0 && e.ops[i].completion &&
-            e.ops[i].completion->status == model::Status::Success &&
-            s.workload.ops[i].kind != OpKind::Recv) {
+            e.ops[i].completion->status == model::Status::Success && s.workload.ops[i].kind != OpKind::Recv) {
             e.ops[i].completion->status = model::Status::RemoteAccess;
             e.ops[i].placement.reset();
             break;
@@ -150,8 +147,7 @@ TEST(Run, GeneratedScenarioFromKnobs) {
     const auto v = check_all(s, r);
     EXPECT_TRUE(v.empty()) << format_violations(v);
     // The same knobs and seed give the same scenario.
-    EXPECT_EQ(scenario_text(generate_scenario(11, k, w), CheckMode::Standard),
-              scenario_text(s, CheckMode::Standard));
+    EXPECT_EQ(scenario_text(generate_scenario(11, k, w), CheckMode::Standard), scenario_text(s, CheckMode::Standard));
 }
 
 // Several connections between the two endpoints: ops spread over them, each matched on its own
@@ -187,8 +183,7 @@ TEST(Run, SeveralConnectionsPassEveryCheck_R_MATCH_1_R_FS_2) {
 // receive (byte count 0), and the receive after them on the same stream completes normally.
 TEST(Run, OrphanReceivesCompleteCanceled_R_REL_9_R_CMP_4) {
     std::vector<Intent> in;
-    const auto add = [&](model::Time at, OpKind k, uint32_t len, Misbehaviour bad,
-                         uint16_t stream) {
+    const auto add = [&](model::Time at, OpKind k, uint32_t len, Misbehaviour bad, uint16_t stream) {
         Intent i;
         i.at = at;
         i.kind = k;
@@ -218,12 +213,10 @@ TEST(Run, OrphanReceivesCompleteCanceled_R_REL_9_R_CMP_4) {
         // The late receive was posted after a VOID of stream 1 reached B.
         model::Time void_at = kNever, post_at = 0;
         for (const auto& l : r.lines) {
-            if (void_at == kNever && l.find(" B rx #") != std::string::npos &&
-                l.find("fl=") != std::string::npos && l.find("VOID") != std::string::npos &&
-                l.find(" st=1 ") != std::string::npos)
+            if (void_at == kNever && l.find(" B rx #") != std::string::npos && l.find("fl=") != std::string::npos &&
+                l.find("VOID") != std::string::npos && l.find(" st=1 ") != std::string::npos)
                 void_at = std::stoull(l);
-            if (l.find(" B post ") != std::string::npos &&
-                l.find("Recv stream=1") != std::string::npos)
+            if (l.find(" B post ") != std::string::npos && l.find("Recv stream=1") != std::string::npos)
                 post_at = std::stoull(l);
         }
         EXPECT_NE(void_at, kNever);
@@ -290,9 +283,7 @@ TEST(Run, HandshakeGivenUpFailsCleanly_R_CONN_4_R_CONN_8) {
         EXPECT_FALSE(r.slots[0][1].down_at.has_value());
         // When the ACCEPT was lost, B had the connection: it fails it by itself [R-CONN-8].
         EXPECT_EQ(r.slots[1][0].up(), accept_lost);
-        if (accept_lost) {
-            EXPECT_TRUE(r.slots[1][0].down_at.has_value());
-        }
+        if (accept_lost) { EXPECT_TRUE(r.slots[1][0].down_at.has_value()); }
         bool refused = false, unposted = false;
         for (size_t i = 0; i < s.workload.ops.size(); ++i) {
             if (!r.posts[i] || s.workload.ops[i].conn != 0) continue;
@@ -306,8 +297,7 @@ TEST(Run, HandshakeGivenUpFailsCleanly_R_CONN_4_R_CONN_8) {
         EXPECT_FALSE(check_all(s, r).empty());
         RunResult bad = r;
         for (auto& c : bad.completions)
-            if (c.c.conn == *r.slots[size_t(c.side)][1].id &&
-                c.c.status == model::Status::Success) {
+            if (c.c.conn == *r.slots[size_t(c.side)][1].id && c.c.status == model::Status::Success) {
                 c.c.status = model::Status::Flushed;
                 break;
             }
@@ -364,8 +354,7 @@ TEST(Run, CampaignScenariosAreDeterministic) {
     size_t may_fail = 0, several = 0;
     for (uint64_t seed = 1; seed <= 12; ++seed) {
         const auto g = generate(seed, k);
-        EXPECT_EQ(scenario_text(g.scenario, g.mode),
-                  scenario_text(generate(seed, k).scenario, generate(seed, k).mode));
+        EXPECT_EQ(scenario_text(g.scenario, g.mode), scenario_text(generate(seed, k).scenario, generate(seed, k).mode));
         may_fail += g.mode == CheckMode::MayFail;
         several += g.scenario.connections > 1;
         EXPECT_EQ(g.scenario.net.protect_handshake, g.mode == CheckMode::Standard);

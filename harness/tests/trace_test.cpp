@@ -72,16 +72,14 @@ TEST(Trace, ConnectionsAndOrphanReceivesRoundTrip) {
     // One connection keeps the historical text (no "connections" line, no conn=0).
     EXPECT_EQ(scenario_text(sample(), CheckMode::Standard).find("connections"), std::string::npos);
     EXPECT_THROW(parse_trace(text + "connections count=0\n"), TraceError);
-    EXPECT_THROW(
-        parse_trace(text + "op at=1 side=A kind=Recv stream=0 len=1 local=0 remote=0 key=Valid "
-                           "imm=0 after=soon\n"),
-        TraceError);
+    EXPECT_THROW(parse_trace(text + "op at=1 side=A kind=Recv stream=0 len=1 local=0 remote=0 key=Valid "
+                                    "imm=0 after=soon\n"),
+                 TraceError);
 }
 
 TEST(Trace, EventsAndVerdictAreKept) {
-    const std::string text =
-        scenario_text(sample(), CheckMode::Standard) +
-        "events\n0 A connect\n5 B rx #0 CONNECT\nend\nverdict fail 1\nviolation x t=3 y\n";
+    const std::string text = scenario_text(sample(), CheckMode::Standard) +
+                             "events\n0 A connect\n5 B rx #0 CONNECT\nend\nverdict fail 1\nviolation x t=3 y\n";
     const auto p = parse_trace(text);
     ASSERT_EQ(p.lines.size(), 2u);
     EXPECT_EQ(p.lines[1], "5 B rx #0 CONNECT");
@@ -92,16 +90,12 @@ TEST(Trace, MalformedInputNamesTheLine) {
     const std::string good = scenario_text(sample(), CheckMode::Standard);
     EXPECT_THROW(parse_trace("hello\n"), TraceError);
     EXPECT_THROW(parse_trace(good + "bogus line\n"), TraceError);
-    EXPECT_THROW(
-        parse_trace(good +
-                    "op at=1 side=C kind=Send stream=0 len=1 local=0 remote=0 key=Valid imm=0\n"),
-        TraceError);
+    EXPECT_THROW(parse_trace(good + "op at=1 side=C kind=Send stream=0 len=1 local=0 remote=0 key=Valid imm=0\n"),
+                 TraceError);
     EXPECT_THROW(parse_trace(good + "fate 999999 Drop\n"), TraceError);
     EXPECT_THROW(parse_trace(good + "events\n1 A x\n"), TraceError);  // no 'end'
     try {
         parse_trace(good + "net links=x\n");
         FAIL();
-    } catch (const TraceError& e) {
-        EXPECT_NE(std::string(e.what()).find("trace line"), std::string::npos);
-    }
+    } catch (const TraceError& e) { EXPECT_NE(std::string(e.what()).find("trace line"), std::string::npos); }
 }

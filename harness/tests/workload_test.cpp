@@ -56,21 +56,17 @@ TEST(Workload, PlanIsConsistent) {
         for (size_t i = 0; i < w.ops.size(); ++i) {
             const Op& op = w.ops[i];
             EXPECT_LT(op.conn, k.connections);
-            if (i) {
-                EXPECT_LE(w.ops[i - 1].at, op.at);
-            }
+            if (i) { EXPECT_LE(w.ops[i - 1].at, op.at); }
             if (op.kind == OpKind::Recv) {
                 auto& t = last_recv[{int(op.side), op.conn, op.stream}];
                 EXPECT_LE(t, op.at);
                 t = op.at;
             }
             if (!e.ops[i].post_rejected) ranges[int(op.side)].push_back({op.local_off, op.length});
-            if ((op.kind == OpKind::Write || op.kind == OpKind::WriteImm ||
-                 op.kind == OpKind::Read) &&
+            if ((op.kind == OpKind::Write || op.kind == OpKind::WriteImm || op.kind == OpKind::Read) &&
                 op.key == KeyChoice::Valid && op.remote_off + op.length <= w.layout.region_size)
                 ranges[int(other(op.side))].push_back({op.remote_off, op.length});
-            if ((op.kind == OpKind::Send || op.kind == OpKind::WriteImm) &&
-                !e.ops[i].post_rejected) {
+            if ((op.kind == OpKind::Send || op.kind == OpKind::WriteImm) && !e.ops[i].post_rejected) {
                 if (e.ops[i].matched_with) {
                     const Op& r = w.ops[*e.ops[i].matched_with];
                     EXPECT_EQ(r.kind, OpKind::Recv);
@@ -79,8 +75,7 @@ TEST(Workload, PlanIsConsistent) {
                     EXPECT_EQ(r.conn, op.conn);
                 } else {
                     const auto st = e.ops[i].completion->status;
-                    EXPECT_TRUE(st == model::Status::RnrRetryExceeded ||
-                                st == model::Status::RemoteAccess)
+                    EXPECT_TRUE(st == model::Status::RnrRetryExceeded || st == model::Status::RemoteAccess)
                         << model::status_name(st);
                 }
             }
@@ -92,8 +87,7 @@ TEST(Workload, PlanIsConsistent) {
         for (auto& [side, rs] : ranges) {
             std::sort(rs.begin(), rs.end());
             for (size_t j = 1; j < rs.size(); ++j)
-                EXPECT_LE(rs[j - 1].first + rs[j - 1].second, rs[j].first)
-                    << "seed " << seed << " side " << side;
+                EXPECT_LE(rs[j - 1].first + rs[j - 1].second, rs[j].first) << "seed " << seed << " side " << side;
             for (const auto& r : rs) EXPECT_LE(r.first + r.second, w.layout.region_size);
         }
     }
@@ -139,10 +133,9 @@ TEST(Workload, ExpectationsOfMisbehaviours) {
                    std::string(model::status_name(x.completion->status))];
     }
     const std::map<std::string, int> want{
-        {"Write:RemoteAccess", 2},    {"Read:RemoteAccess", 1},     {"rejected", 4},
-        {"Send:RemoteLength", 1},     {"Recv:LocalLength", 1},      {"WriteImm:Success", 1},
-        {"Recv:Success", 2},          {"Send:RnrRetryExceeded", 2}, {"Write:Success", 1},
-        {"WriteImm:RemoteAccess", 1}, {"Recv:Canceled", 2},         {"Send:Success", 1}};
+        {"Write:RemoteAccess", 2}, {"Read:RemoteAccess", 1},     {"rejected", 4},      {"Send:RemoteLength", 1},
+        {"Recv:LocalLength", 1},   {"WriteImm:Success", 1},      {"Recv:Success", 2},  {"Send:RnrRetryExceeded", 2},
+        {"Write:Success", 1},      {"WriteImm:RemoteAccess", 1}, {"Recv:Canceled", 2}, {"Send:Success", 1}};
     EXPECT_EQ(statuses, want);
     // [R-CMP-4]: byte counts are the message length on success, 0 on error; Canceled receives 0.
     for (size_t i = 0; i < w.ops.size(); ++i) {
@@ -168,9 +161,7 @@ TEST(Workload, ExpectationsOfMisbehaviours) {
     EXPECT_TRUE(wraps);
     // The late receive comes late.
     for (const auto& op : w.ops)
-        if (op.kind == OpKind::Recv && op.length == 53) {
-            EXPECT_EQ(op.at, 100u);
-        }
+        if (op.kind == OpKind::Recv && op.length == 53) { EXPECT_EQ(op.at, 100u); }
 }
 
 TEST(Generate, ScheduleFollowsKnobsAndSeed) {
@@ -180,8 +171,7 @@ TEST(Generate, ScheduleFollowsKnobsAndSeed) {
     k.ce_ppm = 100000;
     k.link_failures = 5;
     k.faults_until = 10000;
-    const auto a = generate_schedule(k, 4, 1), b = generate_schedule(k, 4, 1),
-               c = generate_schedule(k, 4, 2);
+    const auto a = generate_schedule(k, 4, 1), b = generate_schedule(k, 4, 1), c = generate_schedule(k, 4, 2);
     EXPECT_EQ(a, b);
     EXPECT_NE(a, c);
     size_t drops = 0, ce = 0;
@@ -192,8 +182,7 @@ TEST(Generate, ScheduleFollowsKnobsAndSeed) {
     EXPECT_NEAR(double(drops), 2000, 200);
     EXPECT_NEAR(double(ce), 1800, 200);  // CE only applies to frames not dropped
     EXPECT_GE(a.link_events.size(), 5u);
-    for (size_t i = 1; i < a.link_events.size(); ++i)
-        EXPECT_LE(a.link_events[i - 1].at, a.link_events[i].at);
+    for (size_t i = 1; i < a.link_events.size(); ++i) EXPECT_LE(a.link_events[i - 1].at, a.link_events[i].at);
     for (const auto& le : a.link_events) EXPECT_LT(le.at, 10000u);
 }
 

@@ -50,16 +50,14 @@ int main(int argc, char** argv) {
         const auto parsed = parse_trace(text);
         const auto rr = replay(text);
         if (print)
-            std::cout << to_trace(parsed.scenario, parsed.mode, rr.result, rr.violations,
-                                  parsed.canonical_packets);
+            std::cout << to_trace(parsed.scenario, parsed.mode, rr.result, rr.violations, parsed.canonical_packets);
         if (parsed.lines.empty())
             std::cout << "reproduced: (no recorded events to compare)\n";
         else if (rr.reproduced)
             std::cout << "reproduced: yes (" << parsed.lines.size() << " events)\n";
         else
             std::cout << "reproduced: NO, first difference at event " << rr.first_diff
-                      << "\n  recorded: " << rr.recorded_line
-                      << "\n  replayed: " << rr.replayed_line << "\n";
+                      << "\n  recorded: " << rr.recorded_line << "\n  replayed: " << rr.replayed_line << "\n";
         if (rr.violations.empty())
             std::cout << "verdict: pass\n";
         else

@@ -9,8 +9,7 @@ using detail::wr32;
 using detail::wr64;
 
 uint16_t ones_sum(const uint8_t* p, size_t n, uint32_t initial) noexcept {
-  return detail::fold_net(detail::sum_native(p, n) + detail::net16(initial & 0xFFFF) +
-                          detail::net16(initial >> 16));
+  return detail::fold_net(detail::sum_native(p, n) + detail::net16(initial & 0xFFFF) + detail::net16(initial >> 16));
 }
 
 FrameTemplate::FrameTemplate(const PathConfig& cfg) noexcept : cfg_(cfg) { render(); }
@@ -109,8 +108,8 @@ uint8_t* put_send(uint8_t* bth, const BthFields& b, const DhFields& dh, uint32_t
 uint8_t* put_write(uint8_t* bth, const BthFields& b, const DhFields& dh, uint64_t va, uint32_t rkey) noexcept {
   return put_reth(put_dh(put_bth(bth, Opcode::Write, b), dh), va, rkey);
 }
-uint8_t* put_write_imm(uint8_t* bth, const BthFields& b, const DhFields& dh, uint64_t va, uint32_t rkey,
-                       uint32_t rsn, uint32_t imm) noexcept {
+uint8_t* put_write_imm(uint8_t* bth, const BthFields& b, const DhFields& dh, uint64_t va, uint32_t rkey, uint32_t rsn,
+                       uint32_t imm) noexcept {
   uint8_t* p = put_reth(put_dh(put_bth(bth, Opcode::WriteImm, b), dh), va, rkey);
   wr32(p, rsn);
   wr32(p + 4, imm);
@@ -174,10 +173,10 @@ uint32_t finalize(uint8_t* f, uint32_t payload_len) noexcept {
     // 20 bytes = 5 word loads; cheaper than an incremental update and needs no saved state.
     wr16(f + 24, uint16_t(~detail::fold_net(detail::sum_native(f + 14, kIpv4Len))));
   }
-  wr16(f + l4 + 4, uint16_t(udp_len));  // [R-ENC-8]
-  wr16(f + l4 + 6, 0);                  // [R-ENC-7]
+  wr16(f + l4 + 4, uint16_t(udp_len));                           // [R-ENC-8]
+  wr16(f + l4 + 6, 0);                                           // [R-ENC-7]
   if (row.data) wr16(bth + kBthLen + 6, uint16_t(payload_len));  // [R-HDR-11]
-  wr32(bth + covered, crc32c(bth, covered));                      // [R-HDR-28]
+  wr32(bth + covered, crc32c(bth, covered));                     // [R-HDR-28]
   return l4 + udp_len;
 }
 

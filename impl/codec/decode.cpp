@@ -14,8 +14,8 @@ OpcodeInfo opcode_info(uint8_t raw) noexcept {
   return {r.ext_len, r.valid, r.data, r.control};
 }
 
-#define MROCE_FAIL(cond, err)              \
-  do {                                     \
+#define MROCE_FAIL(cond, err)                        \
+  do {                                               \
     if (__builtin_expect(!!(cond), 0)) return (err); \
   } while (0)
 
@@ -125,8 +125,8 @@ Error decode(const uint8_t* f, uint32_t len, uint16_t udp_port, PacketView& out)
         // check 23 ([R-HDR-26]); every failure is Range, so field order needs no branches
         const uint32_t scid = rd32(ext);
         const uint32_t pc = rd16(ext + 8), sc = rd16(ext + 10), mp = rd16(ext + 12), wc = rd16(ext + 14);
-        const bool bad = (scid == 0) | (pc - 1 > 255u) | (sc == 0) | (mp - 256 > 8192u - 256) | ((mp & 63) != 0) |
-                         (wc - 1 > 255u);
+        const bool bad =
+            (scid == 0) | (pc - 1 > 255u) | (sc == 0) | (mp - 256 > 8192u - 256) | ((mp & 63) != 0) | (wc - 1 > 255u);
         MROCE_FAIL(bad, Error::Range);
         break;
       }

@@ -84,8 +84,8 @@ enum class Opcode : uint8_t {
   DisconnectAck = 0x24
 };
 inline constexpr std::array<Opcode, 13> kAllOpcodes = {
-    Opcode::Send,  Opcode::Write,   Opcode::WriteImm, Opcode::ReadReq, Opcode::ReadResp,
-    Opcode::Ack,   Opcode::Nak,     Opcode::Probe,    Opcode::Connect, Opcode::Accept,
+    Opcode::Send,   Opcode::Write,      Opcode::WriteImm,     Opcode::ReadReq, Opcode::ReadResp,
+    Opcode::Ack,    Opcode::Nak,        Opcode::Probe,        Opcode::Connect, Opcode::Accept,
     Opcode::Reject, Opcode::Disconnect, Opcode::DisconnectAck};
 
 const char* opcode_name(Opcode) noexcept;  // "SEND", "WRITE_IMM", ...; "?" for a value not in table 3.2
@@ -109,7 +109,7 @@ inline constexpr uint32_t kBthLen = 16;
 inline constexpr uint32_t kDhLen = 20;
 inline constexpr uint32_t kIcrcLen = 4;
 inline constexpr uint32_t kSackBytes = 32;
-inline constexpr uint32_t kMaxPayload = 8192;  // [R-HDR-8]
+inline constexpr uint32_t kMaxPayload = 8192;                           // [R-HDR-8]
 inline constexpr uint32_t kHeaderLenV4 = kEthLen + kIpv4Len + kUdpLen;  // 42: BTH offset, IPv4
 inline constexpr uint32_t kHeaderLenV6 = kEthLen + kIpv6Len + kUdpLen;  // 62: BTH offset, IPv6
 inline constexpr uint32_t kMaxExtLen = 48;
@@ -120,8 +120,8 @@ inline constexpr uint32_t kMaxFrameLen = kMaxHeaderLen + kMaxPayload + kIcrcLen;
 struct OpcodeInfo {
   uint8_t ext_len;  // extension bytes after BTH
   bool valid;
-  bool data;        // class "data" (carries DH, may carry payload)
-  bool control;     // class "control" (path ID must be 0)
+  bool data;     // class "data" (carries DH, may carry payload)
+  bool control;  // class "control" (path ID must be 0)
 };
 OpcodeInfo opcode_info(uint8_t raw_opcode) noexcept;
 
@@ -188,8 +188,8 @@ class PacketView {
   uint8_t ip_version() const noexcept { return v6_ ? 6 : 4; }
   uint8_t dscp() const noexcept { return traffic_class() >> 2; }
   uint8_t ecn() const noexcept { return traffic_class() & 3; }
-  uint8_t ttl() const noexcept { return f_[v6_ ? 14 + 7 : 14 + 8]; }  // TTL / Hop Limit
-  uint32_t ip_packet_len() const noexcept { return udp_end_ - kEthLen; }  // IP header + IP payload
+  uint8_t ttl() const noexcept { return f_[v6_ ? 14 + 7 : 14 + 8]; }                // TTL / Hop Limit
+  uint32_t ip_packet_len() const noexcept { return udp_end_ - kEthLen; }            // IP header + IP payload
   const uint8_t* ip_src() const noexcept { return f_ + (v6_ ? 14 + 8 : 14 + 12); }  // 4 or 16 bytes
   const uint8_t* ip_dst() const noexcept { return f_ + (v6_ ? 14 + 24 : 14 + 16); }
   // IPv4 only
@@ -287,13 +287,9 @@ class PacketView {
   uint32_t udp_off() const noexcept { return v6_ ? kEthLen + kIpv6Len : kEthLen + kIpv4Len; }
   const uint8_t* bth() const noexcept { return f_ + udp_off() + kUdpLen; }
   const uint8_t* ext() const noexcept { return bth() + kBthLen; }
-  uint8_t traffic_class() const noexcept {
-    return v6_ ? uint8_t(detail::rd16(f_ + 14) >> 4) : f_[15];
-  }
+  uint8_t traffic_class() const noexcept { return v6_ ? uint8_t(detail::rd16(f_ + 14) >> 4) : f_[15]; }
   bool data_ok() const noexcept { return is_data(); }
-  bool has_reth() const noexcept {
-    return op_ == Opcode::Write || op_ == Opcode::WriteImm || op_ == Opcode::ReadReq;
-  }
+  bool has_reth() const noexcept { return op_ == Opcode::Write || op_ == Opcode::WriteImm || op_ == Opcode::ReadReq; }
   bool has_conn() const noexcept { return op_ == Opcode::Connect || op_ == Opcode::Accept; }
   uint32_t rd32_ext(uint32_t off, [[maybe_unused]] bool ok) const noexcept {
     assert(ok);
@@ -412,8 +408,8 @@ struct ConnFields {
 uint8_t* put_bth(uint8_t* bth, Opcode op, const BthFields& b) noexcept;
 uint8_t* put_send(uint8_t* bth, const BthFields& b, const DhFields& dh, uint32_t rsn) noexcept;
 uint8_t* put_write(uint8_t* bth, const BthFields& b, const DhFields& dh, uint64_t va, uint32_t rkey) noexcept;
-uint8_t* put_write_imm(uint8_t* bth, const BthFields& b, const DhFields& dh, uint64_t va, uint32_t rkey,
-                       uint32_t rsn, uint32_t imm) noexcept;
+uint8_t* put_write_imm(uint8_t* bth, const BthFields& b, const DhFields& dh, uint64_t va, uint32_t rkey, uint32_t rsn,
+                       uint32_t imm) noexcept;
 uint8_t* put_read_req(uint8_t* bth, const BthFields& b, const DhFields& dh, uint64_t va, uint32_t rkey) noexcept;
 uint8_t* put_read_resp(uint8_t* bth, const BthFields& b, const DhFields& dh) noexcept;
 uint8_t* put_ack(uint8_t* bth, const BthFields& b, const AckFields& a) noexcept;
@@ -517,13 +513,13 @@ struct Fields {
     std::optional<uint16_t> ipv4_frag;      // whole flags+offset word (else DF per ipv4_df)
     std::optional<uint8_t> ip_proto;        // IPv4 protocol / IPv6 next header
     std::optional<uint16_t> udp_length;
-    std::optional<uint16_t> udp_checksum;   // explicit value
-    bool udp_checksum_compute = false;      // store a correct (non-zero, RFC 768) UDP checksum
-    bool udp_checksum_corrupt = false;      // store a non-zero UDP checksum that does not verify
-    std::optional<uint16_t> payload_length; // DH Payload Length field
-    std::optional<uint32_t> icrc;           // else computed
-    uint32_t icrc_xor = 0;                  // applied to the computed ICRC (non-zero = wrong)
-    uint32_t eth_padding = 0;               // zero bytes appended after the IP packet
+    std::optional<uint16_t> udp_checksum;    // explicit value
+    bool udp_checksum_compute = false;       // store a correct (non-zero, RFC 768) UDP checksum
+    bool udp_checksum_corrupt = false;       // store a non-zero UDP checksum that does not verify
+    std::optional<uint16_t> payload_length;  // DH Payload Length field
+    std::optional<uint32_t> icrc;            // else computed
+    uint32_t icrc_xor = 0;                   // applied to the computed ICRC (non-zero = wrong)
+    uint32_t eth_padding = 0;                // zero bytes appended after the IP packet
   } raw;
 };
 

@@ -22,19 +22,19 @@ struct OpRow {
 constexpr std::array<OpRow, 256> make_op_table() {
   std::array<OpRow, 256> t{};
   constexpr uint16_t kDataFlags = kFlagAr | kFlagRetx | kFlagVoid;
-  t[0x01] = {24, true, true, false, kDataFlags};   // SEND: DH + SEND ext
-  t[0x02] = {32, true, true, false, kDataFlags};   // WRITE: DH + RETH
-  t[0x03] = {40, true, true, false, kDataFlags};   // WRITE_IMM: DH + RETH + IMM
-  t[0x04] = {32, true, true, false, kDataFlags};   // READ_REQ: DH + RETH
-  t[0x05] = {20, true, true, false, kDataFlags};   // READ_RESP: DH
-  t[0x10] = {48, true, false, false, 0};           // ACK: AETH
-  t[0x11] = {8, true, false, false, 0};            // NAK: NAKH
-  t[0x12] = {0, true, false, false, kFlagAr};      // PROBE ([R-HDR-25] AR allowed)
-  t[0x20] = {16, true, false, true, 0};            // CONNECT: CONN
-  t[0x21] = {16, true, false, true, 0};            // ACCEPT: CONN
-  t[0x22] = {4, true, false, true, 0};             // REJECT: REJ
-  t[0x23] = {4, true, false, true, 0};             // DISCONNECT: REJ
-  t[0x24] = {0, true, false, true, 0};             // DISCONNECT_ACK
+  t[0x01] = {24, true, true, false, kDataFlags};  // SEND: DH + SEND ext
+  t[0x02] = {32, true, true, false, kDataFlags};  // WRITE: DH + RETH
+  t[0x03] = {40, true, true, false, kDataFlags};  // WRITE_IMM: DH + RETH + IMM
+  t[0x04] = {32, true, true, false, kDataFlags};  // READ_REQ: DH + RETH
+  t[0x05] = {20, true, true, false, kDataFlags};  // READ_RESP: DH
+  t[0x10] = {48, true, false, false, 0};          // ACK: AETH
+  t[0x11] = {8, true, false, false, 0};           // NAK: NAKH
+  t[0x12] = {0, true, false, false, kFlagAr};     // PROBE ([R-HDR-25] AR allowed)
+  t[0x20] = {16, true, false, true, 0};           // CONNECT: CONN
+  t[0x21] = {16, true, false, true, 0};           // ACCEPT: CONN
+  t[0x22] = {4, true, false, true, 0};            // REJECT: REJ
+  t[0x23] = {4, true, false, true, 0};            // DISCONNECT: REJ
+  t[0x24] = {0, true, false, true, 0};            // DISCONNECT_ACK
   return t;
 }
 inline constexpr std::array<OpRow, 256> kOpTable = make_op_table();

@@ -16,28 +16,41 @@ using detail::wr32;
 
 const char* error_name(Error e) noexcept {
   static constexpr const char* kNames[kErrorCount] = {
-      "None",        "Truncated",  "EtherType",    "IpVersion", "Ipv4Options",     "IpLength",      "Ipv4Checksum",
-      "Fragment",    "NotUdp",     "UdpLength",    "UdpPort",   "UdpChecksum",     "TransportLength", "Version",
-      "Opcode",      "Icrc",       "Reserved",     "PayloadLength", "Range",       "SackBase"};
+      "None",     "Truncated", "EtherType", "IpVersion",     "Ipv4Options", "IpLength",        "Ipv4Checksum",
+      "Fragment", "NotUdp",    "UdpLength", "UdpPort",       "UdpChecksum", "TransportLength", "Version",
+      "Opcode",   "Icrc",      "Reserved",  "PayloadLength", "Range",       "SackBase"};
   const unsigned i = unsigned(e);
   return i < kErrorCount ? kNames[i] : "?";
 }
 
 const char* opcode_name(Opcode op) noexcept {
   switch (op) {
-    case Opcode::Send: return "SEND";
-    case Opcode::Write: return "WRITE";
-    case Opcode::WriteImm: return "WRITE_IMM";
-    case Opcode::ReadReq: return "READ_REQ";
-    case Opcode::ReadResp: return "READ_RESP";
-    case Opcode::Ack: return "ACK";
-    case Opcode::Nak: return "NAK";
-    case Opcode::Probe: return "PROBE";
-    case Opcode::Connect: return "CONNECT";
-    case Opcode::Accept: return "ACCEPT";
-    case Opcode::Reject: return "REJECT";
-    case Opcode::Disconnect: return "DISCONNECT";
-    case Opcode::DisconnectAck: return "DISCONNECT_ACK";
+    case Opcode::Send:
+      return "SEND";
+    case Opcode::Write:
+      return "WRITE";
+    case Opcode::WriteImm:
+      return "WRITE_IMM";
+    case Opcode::ReadReq:
+      return "READ_REQ";
+    case Opcode::ReadResp:
+      return "READ_RESP";
+    case Opcode::Ack:
+      return "ACK";
+    case Opcode::Nak:
+      return "NAK";
+    case Opcode::Probe:
+      return "PROBE";
+    case Opcode::Connect:
+      return "CONNECT";
+    case Opcode::Accept:
+      return "ACCEPT";
+    case Opcode::Reject:
+      return "REJECT";
+    case Opcode::Disconnect:
+      return "DISCONNECT";
+    case Opcode::DisconnectAck:
+      return "DISCONNECT_ACK";
   }
   return "?";
 }
@@ -46,11 +59,16 @@ namespace {
 
 const char* nak_code_name(uint8_t c) {
   switch (c) {
-    case 1: return "RNR";
-    case 2: return "RemoteAccess";
-    case 3: return "InvalidRequest";
-    case 4: return "Length";
-    default: return "?";
+    case 1:
+      return "RNR";
+    case 2:
+      return "RemoteAccess";
+    case 3:
+      return "InvalidRequest";
+    case 4:
+      return "Length";
+    default:
+      return "?";
   }
 }
 
@@ -87,8 +105,8 @@ std::string canonical(const PacketView& v) {
     add_ip4(s, v.ip_src());
     s += " dst=";
     add_ip4(s, v.ip_dst());
-    add(s, " dscp=%u ecn=%u id=0x%04x df=%u ttl=%u", v.dscp(), v.ecn(), unsigned(v.ipv4_id()),
-        unsigned(v.ipv4_df()), v.ttl());
+    add(s, " dscp=%u ecn=%u id=0x%04x df=%u ttl=%u", v.dscp(), v.ecn(), unsigned(v.ipv4_id()), unsigned(v.ipv4_df()),
+        v.ttl());
   } else {
     s += " | IPV6 src=";
     add_ip6(s, v.ip_src());
@@ -124,12 +142,10 @@ std::string canonical(const PacketView& v) {
     for (unsigned i = 0; i < kSackBytes; ++i) add(s, "%02x", v.sack_bytes()[i]);
   }
   if (op == Opcode::Nak)
-    add(s, " | NAK psn=0x%08x code=%s detail=%u", v.nak_psn(), nak_code_name(v.nak_code()),
-        unsigned(v.nak_detail()));
+    add(s, " | NAK psn=0x%08x code=%s detail=%u", v.nak_psn(), nak_code_name(v.nak_code()), unsigned(v.nak_detail()));
   if (op == Opcode::Connect || op == Opcode::Accept)
     add(s, " | CONN scid=0x%08x isn=0x%08x paths=%u streams=%u maxpay=%u wcap=%u", v.scid(), v.isn(),
-        unsigned(v.path_count()), unsigned(v.stream_count()), unsigned(v.max_payload()),
-        unsigned(v.window_cap()));
+        unsigned(v.path_count()), unsigned(v.stream_count()), unsigned(v.max_payload()), unsigned(v.window_cap()));
   if (op == Opcode::Reject || op == Opcode::Disconnect) add(s, " | REJ reason=%u", v.reason());
   if (v.is_data()) add(s, " | PAYLOAD off=%u len=%u", v.payload_offset(), v.payload_len());
   add(s, " | ICRC 0x%08x", v.icrc());
@@ -164,13 +180,21 @@ std::vector<uint8_t> build(const Fields& f, const std::vector<uint8_t>& payload)
   const DhFields dh{f.psn, f.stream_id, f.msn, f.msg_length, f.msg_offset};
   uint8_t* end = nullptr;
   switch (f.opcode) {
-    case uint8_t(Opcode::Send): end = put_send(bth, b, dh, f.rsn); break;
-    case uint8_t(Opcode::Write): end = put_write(bth, b, dh, f.remote_va, f.rkey); break;
+    case uint8_t(Opcode::Send):
+      end = put_send(bth, b, dh, f.rsn);
+      break;
+    case uint8_t(Opcode::Write):
+      end = put_write(bth, b, dh, f.remote_va, f.rkey);
+      break;
     case uint8_t(Opcode::WriteImm):
       end = put_write_imm(bth, b, dh, f.remote_va, f.rkey, f.rsn, f.immediate);
       break;
-    case uint8_t(Opcode::ReadReq): end = put_read_req(bth, b, dh, f.remote_va, f.rkey); break;
-    case uint8_t(Opcode::ReadResp): end = put_read_resp(bth, b, dh); break;
+    case uint8_t(Opcode::ReadReq):
+      end = put_read_req(bth, b, dh, f.remote_va, f.rkey);
+      break;
+    case uint8_t(Opcode::ReadResp):
+      end = put_read_resp(bth, b, dh);
+      break;
     case uint8_t(Opcode::Ack):
       end = put_ack(bth, b, AckFields{f.cpsn, f.ce_count, f.ts_echo, f.rate_hint, f.sack.data()});
       break;
@@ -178,7 +202,9 @@ std::vector<uint8_t> build(const Fields& f, const std::vector<uint8_t>& payload)
       end = put_nak(bth, b, f.nak_psn, f.nak_code, f.nak_detail);
       bth[kBthLen + 5] = f.nak_rsvd;
       break;
-    case uint8_t(Opcode::Probe): end = put_probe(bth, b); break;
+    case uint8_t(Opcode::Probe):
+      end = put_probe(bth, b);
+      break;
     case uint8_t(Opcode::Connect):
     case uint8_t(Opcode::Accept): {
       const ConnFields c{f.scid, f.isn, f.path_count, f.stream_count, f.max_payload, f.window_cap};
@@ -190,7 +216,9 @@ std::vector<uint8_t> build(const Fields& f, const std::vector<uint8_t>& payload)
       end = f.opcode == uint8_t(Opcode::Reject) ? put_reject(bth, b, f.reason) : put_disconnect(bth, b, f.reason);
       wr32(bth + kBthLen, (uint32_t(f.reason) << 24) | (f.rej_rsvd & 0xFFFFFF));
       break;
-    case uint8_t(Opcode::DisconnectAck): end = put_disconnect_ack(bth, b); break;
+    case uint8_t(Opcode::DisconnectAck):
+      end = put_disconnect_ack(bth, b);
+      break;
     default:  // not in table 3.2: a bare BTH, payload right after it
       end = put_bth(bth, Opcode::Send, b);
       bth[1] = f.opcode;

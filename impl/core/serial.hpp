@@ -141,9 +141,19 @@ class Psn {
   friend constexpr Psn operator-(Psn a, std::uint32_t n) { return Psn(a.v_ - n); }
   // Forward distance from `from` to `to`, modulo 2^32.
   friend constexpr std::uint32_t operator-(Psn to, Psn from) { return to.v_ - from.v_; }
-  constexpr Psn& operator+=(std::uint32_t n) { v_ += n; return *this; }
-  constexpr Psn& operator++() { ++v_; return *this; }
-  constexpr Psn operator++(int) { Psn old = *this; ++v_; return old; }
+  constexpr Psn& operator+=(std::uint32_t n) {
+    v_ += n;
+    return *this;
+  }
+  constexpr Psn& operator++() {
+    ++v_;
+    return *this;
+  }
+  constexpr Psn operator++(int) {
+    Psn old = *this;
+    ++v_;
+    return old;
+  }
 
  private:
   std::uint32_t v_ = 0;

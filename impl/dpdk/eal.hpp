@@ -13,36 +13,36 @@
 namespace mroce::dpdk {
 
 struct EalOptions {
-    std::string lcores = "0";        // --lcores value: "0", "1", "0@1" ...
-    bool no_huge = true;             // this machine has no hugepages
-    unsigned memory_mb = 512;        // -m: heap size without hugepages
-    std::string file_prefix;         // empty: "mroce-<pid>" (two DPDK processes need different ones)
-    bool no_pci = true;
-    bool no_telemetry = true;        // no telemetry socket (nothing reads it, and it races on prefix dirs)
-    std::vector<std::string> vdevs;  // --vdev=... (ports can also be created later, see Port::open)
-    std::string log_level = "*:warning";
-    std::vector<std::string> extra;  // passed as is, before any "--"
-    bool operator==(const EalOptions&) const = default;
+  std::string lcores = "0";  // --lcores value: "0", "1", "0@1" ...
+  bool no_huge = true;       // this machine has no hugepages
+  unsigned memory_mb = 512;  // -m: heap size without hugepages
+  std::string file_prefix;   // empty: "mroce-<pid>" (two DPDK processes need different ones)
+  bool no_pci = true;
+  bool no_telemetry = true;        // no telemetry socket (nothing reads it, and it races on prefix dirs)
+  std::vector<std::string> vdevs;  // --vdev=... (ports can also be created later, see Port::open)
+  std::string log_level = "*:warning";
+  std::vector<std::string> extra;  // passed as is, before any "--"
+  bool operator==(const EalOptions&) const = default;
 };
 
 // The argv EAL would receive (program name first).
 std::vector<std::string> eal_args(const EalOptions& o);
 
 class Eal {
-public:
-    // Initialises EAL once per process; throws std::runtime_error on failure or when called again
-    // with other options than the first time.
-    static Eal& init(const EalOptions& o = {});
-    static bool initialised();
-    const EalOptions& options() const { return opts_; }
+ public:
+  // Initialises EAL once per process; throws std::runtime_error on failure or when called again
+  // with other options than the first time.
+  static Eal& init(const EalOptions& o = {});
+  static bool initialised();
+  const EalOptions& options() const { return opts_; }
 
-    Eal(const Eal&) = delete;
-    Eal& operator=(const Eal&) = delete;
+  Eal(const Eal&) = delete;
+  Eal& operator=(const Eal&) = delete;
 
-private:
-    explicit Eal(const EalOptions& o);
-    ~Eal();
-    EalOptions opts_;
+ private:
+  explicit Eal(const EalOptions& o);
+  ~Eal();
+  EalOptions opts_;
 };
 
 // Microsecond clock from EAL start: the impairment stage's and the engine's time base. It is

@@ -31,11 +31,11 @@ enum class Backend : uint8_t { RingPair, Memif, AfXdp, AfPacket, Null, Vdev };
 std::string_view backend_name(Backend b);
 
 struct PortSpec {
-    Backend backend = Backend::RingPair;
-    bool server = false;    // memif role
-    std::string target;     // memif socket path, interface name, or vdev driver name
-    std::string pmd_args;   // extra "k=v,k=v" arguments
-    bool operator==(const PortSpec&) const = default;
+  Backend backend = Backend::RingPair;
+  bool server = false;   // memif role
+  std::string target;    // memif socket path, interface name, or vdev driver name
+  std::string pmd_args;  // extra "k=v,k=v" arguments
+  bool operator==(const PortSpec&) const = default;
 };
 // Throws std::invalid_argument on a malformed spec.
 PortSpec parse_port_spec(std::string_view s);
@@ -43,73 +43,73 @@ PortSpec parse_port_spec(std::string_view s);
 std::string vdev_args(const PortSpec& s);
 
 struct PortConfig {
-    uint16_t rx_desc = 1024;
-    uint16_t tx_desc = 1024;
-    uint32_t ring_size = 4096;  // RingPair: entries per ring (power of two)
-    uint16_t mtu = 0;           // 0: leave the PMD's default (af_* ports take the interface's)
-    bool promiscuous = true;
+  uint16_t rx_desc = 1024;
+  uint16_t tx_desc = 1024;
+  uint32_t ring_size = 4096;  // RingPair: entries per ring (power of two)
+  uint16_t mtu = 0;           // 0: leave the PMD's default (af_* ports take the interface's)
+  bool promiscuous = true;
 };
 
 struct PortCounters {
-    uint64_t rx_frames = 0, rx_bytes = 0, tx_frames = 0, tx_bytes = 0;
-    uint64_t rx_missed = 0, rx_errors = 0, tx_errors = 0, rx_nombuf = 0;
-    uint64_t tx_full = 0;  // frames tx_all() had to free because the tx queue stayed full (ours)
+  uint64_t rx_frames = 0, rx_bytes = 0, tx_frames = 0, tx_bytes = 0;
+  uint64_t rx_missed = 0, rx_errors = 0, tx_errors = 0, rx_nombuf = 0;
+  uint64_t tx_full = 0;  // frames tx_all() had to free because the tx queue stayed full (ours)
 };
 
 class Port {
-public:
-    // Opens, configures and starts the port(s) of `spec`: two for RingPair (A then B), one
-    // otherwise. Received frames come from `rx_pool`. Throws std::runtime_error with the PMD's
-    // reason on failure.
-    static std::vector<Port> open(const PortSpec& spec, rte_mempool* rx_pool, const PortConfig& cfg = {});
-    static std::vector<Port> open(std::string_view spec, rte_mempool* rx_pool, const PortConfig& cfg = {}) {
-        return open(parse_port_spec(spec), rx_pool, cfg);
-    }
+ public:
+  // Opens, configures and starts the port(s) of `spec`: two for RingPair (A then B), one
+  // otherwise. Received frames come from `rx_pool`. Throws std::runtime_error with the PMD's
+  // reason on failure.
+  static std::vector<Port> open(const PortSpec& spec, rte_mempool* rx_pool, const PortConfig& cfg = {});
+  static std::vector<Port> open(std::string_view spec, rte_mempool* rx_pool, const PortConfig& cfg = {}) {
+    return open(parse_port_spec(spec), rx_pool, cfg);
+  }
 
-    Port(Port&& o) noexcept;
-    Port& operator=(Port&& o) noexcept;
-    Port(const Port&) = delete;
-    Port& operator=(const Port&) = delete;
-    ~Port();
+  Port(Port&& o) noexcept;
+  Port& operator=(Port&& o) noexcept;
+  Port(const Port&) = delete;
+  Port& operator=(const Port&) = delete;
+  ~Port();
 
-    uint16_t id() const { return id_; }
-    const std::string& name() const { return name_; }
-    Backend backend() const { return backend_; }
+  uint16_t id() const { return id_; }
+  const std::string& name() const { return name_; }
+  Backend backend() const { return backend_; }
 
-    // Burst receive: up to n frames into pkts (the caller owns them). Never blocks.
-    uint16_t rx(rte_mbuf** pkts, uint16_t n) { return rte_eth_rx_burst(id_, 0, pkts, n); }
-    // Burst transmit: returns how many the PMD took (it frees them once sent); the rest stay the
-    // caller's.
-    uint16_t tx(rte_mbuf** pkts, uint16_t n) { return rte_eth_tx_burst(id_, 0, pkts, n); }
-    // Transmits all n, retrying up to `spins` times while the queue is full, then frees what is
-    // left (counted in tx_full: a full queue is a loss, as on a real switch port). Returns sent.
-    uint16_t tx_all(rte_mbuf** pkts, uint16_t n, unsigned spins = 64);
+  // Burst receive: up to n frames into pkts (the caller owns them). Never blocks.
+  uint16_t rx(rte_mbuf** pkts, uint16_t n) { return rte_eth_rx_burst(id_, 0, pkts, n); }
+  // Burst transmit: returns how many the PMD took (it frees them once sent); the rest stay the
+  // caller's.
+  uint16_t tx(rte_mbuf** pkts, uint16_t n) { return rte_eth_tx_burst(id_, 0, pkts, n); }
+  // Transmits all n, retrying up to `spins` times while the queue is full, then frees what is
+  // left (counted in tx_full: a full queue is a loss, as on a real switch port). Returns sent.
+  uint16_t tx_all(rte_mbuf** pkts, uint16_t n, unsigned spins = 64);
 
-    // Frames waiting in the receive queue (after the last rx burst), or -1 when the PMD cannot
-    // tell. A ring port reads its ring; other PMDs answer rte_eth_rx_queue_count().
-    int rx_backlog() const;
+  // Frames waiting in the receive queue (after the last rx burst), or -1 when the PMD cannot
+  // tell. A ring port reads its ring; other PMDs answer rte_eth_rx_queue_count().
+  int rx_backlog() const;
 
-    MacAddr mac() const;
-    bool link_up() const;
-    PortCounters counters() const;
-    void reset_counters();
-    // Frames this port has sent that its peer has not received yet: the queue a sender's packets
-    // wait in. Known for ring ports (the ring between the two ends); nullopt for the other backends,
-    // whose PMDs report no such depth.
-    std::optional<uint32_t> tx_queue_depth() const;
+  MacAddr mac() const;
+  bool link_up() const;
+  PortCounters counters() const;
+  void reset_counters();
+  // Frames this port has sent that its peer has not received yet: the queue a sender's packets
+  // wait in. Known for ring ports (the ring between the two ends); nullopt for the other backends,
+  // whose PMDs report no such depth.
+  std::optional<uint32_t> tx_queue_depth() const;
 
-private:
-    Port() = default;
-    void close();
+ private:
+  Port() = default;
+  void close();
 
-    uint16_t id_ = UINT16_MAX;
-    std::string name_;  // ethdev name (for vdevs also the rte_vdev_uninit name)
-    Backend backend_ = Backend::RingPair;
-    bool is_vdev_ = false;
-    std::shared_ptr<void> rings_;  // RingPair: both rings, freed when both ports are gone
-    rte_ring* rx_ring_ = nullptr;  // RingPair: the ring this side receives on
-    rte_ring* tx_ring_ = nullptr;  // RingPair: the one this port sends on (in rings_)
-    uint64_t tx_full_ = 0;
+  uint16_t id_ = UINT16_MAX;
+  std::string name_;  // ethdev name (for vdevs also the rte_vdev_uninit name)
+  Backend backend_ = Backend::RingPair;
+  bool is_vdev_ = false;
+  std::shared_ptr<void> rings_;  // RingPair: both rings, freed when both ports are gone
+  rte_ring* rx_ring_ = nullptr;  // RingPair: the ring this side receives on
+  rte_ring* tx_ring_ = nullptr;  // RingPair: the one this port sends on (in rings_)
+  uint64_t tx_full_ = 0;
 };
 
 }  // namespace mroce::dpdk

@@ -26,17 +26,17 @@ inline constexpr uint16_t kNil16 = 0xFFFF;
 
 enum MsgFlag : uint8_t {
   kHasImm = 1,
-  kDelivered = 2,   // every segment acknowledged / every response byte placed [R-REL-10]
+  kDelivered = 2,  // every segment acknowledged / every response byte placed [R-REL-10]
   kFailed = 4,
-  kRetired = 8,     // completed and out of its stream's list; lives on while PSN records name it
-  kResponse = 16,   // a Read being answered as responder [R-PLC-4]
+  kRetired = 8,    // completed and out of its stream's list; lives on while PSN records name it
+  kResponse = 16,  // a Read being answered as responder [R-PLC-4]
 };
 
 // A work request (Send, Write, Write-imm, Read) or a read response job. Segment k of it is fully
 // described by the message and k, so a PSN record only names (message, k) [R-REL-5].
 struct Msg {
   uint64_t wr_id = 0;
-  uint64_t local_va = 0;   // WR: local source / read sink (iova). Response: source = READ_REQ's address
+  uint64_t local_va = 0;  // WR: local source / read sink (iova). Response: source = READ_REQ's address
   uint64_t remote_va = 0;
   uint64_t read_bytes = 0;
   uint32_t length = 0, rkey = 0, imm = 0, msn = 0, rsn = 0;
@@ -61,14 +61,14 @@ enum class LossCause : uint8_t { Gap, Probe, Rto, Rnr, Nak };
 struct Rec {
   uint32_t msg = kNone;
   uint32_t seg = 0;
-  uint64_t last_tx = 0;     // time of the last transmission (its BTH Timestamp is the low 32 bits)
-  uint64_t rnr_until = 0;   // RnrWait: retransmit from then on [R-PLC-9]
+  uint64_t last_tx = 0;                   // time of the last transmission (its BTH Timestamp is the low 32 bits)
+  uint64_t rnr_until = 0;                 // RnrWait: retransmit from then on [R-PLC-9]
   uint16_t prev = kNil16, next = kNil16;  // transmission-order list of in-flight records
   RecState state = RecState::New;
   uint8_t is_void : 1 = 0;     // its work request failed: resend as VOID [R-REL-9]
   uint8_t loss_cause : 3 = 0;  // a LossCause: why it last became Lost (bit fields keep the record 32 bytes)
-  uint8_t tx_count = 0;     // saturating
-  uint8_t rnr_count = 0;    // consecutive RNR NAKs, saturating
+  uint8_t tx_count = 0;        // saturating
+  uint8_t rnr_count = 0;       // consecutive RNR NAKs, saturating
 };
 static_assert(sizeof(Rec) == 32);
 
@@ -83,7 +83,7 @@ struct Block {
 
 struct PathTx {
   uint32_t snxt = 0, suna = 0;
-  uint32_t n_out = 0;       // records [suna, suna + n_out) (fewer than snxt - suna only after a clear)
+  uint32_t n_out = 0;  // records [suna, suna + n_out) (fewer than snxt - suna only after a clear)
   uint32_t block = kNone;
   uint32_t cwnd = 0, ai_count = 0, decrease_end = 0, last_ce = 0, highest_cpsn = 0;
   uint32_t srtt = 0, rttvar = 0, rto = 0, rto_current = 0;
@@ -106,7 +106,7 @@ struct PathRx {
   uint32_t ts_echo = 0;       // [R-ACK-7]
   uint32_t unacked = 0;       // accepted since the last ACK [R-ACK-3]
   uint64_t first_unacked = 0;
-  uint16_t reply_route = 0;   // UDP source port of the latest data/PROBE packet [R-ACK-5]
+  uint16_t reply_route = 0;  // UDP source port of the latest data/PROBE packet [R-ACK-5]
 };
 
 struct Recv {
@@ -121,7 +121,7 @@ struct SendStream {
   uint32_t cursor = kNone;              // first one with unsent segments (not failed)
   uint32_t read_hint = kNone;           // last Read found by a READ_RESP
   uint32_t next_msn = 0, next_rsn = 0;
-  bool touched = false;                 // a work request of it became done during this ACK
+  bool touched = false;  // a work request of it became done during this ACK
 };
 
 struct RecvStream {
@@ -164,11 +164,11 @@ struct Conn {
 
   // handshake [R-CONN-3], [R-CONN-4] (handshake.cpp)
   struct Handshake {
-    ConnParams offer;          // what this end offered (initiator)
-    uint16_t route0 = 0;       // path 0's route before setup (CONNECT)
-    uint32_t tries = 0;        // CONNECTs sent
-    uint64_t next_try = 0;     // when the next CONNECT goes out
-    uint32_t accept_ts = 0;    // the ACCEPT is rebuilt byte for byte for a duplicate CONNECT
+    ConnParams offer;        // what this end offered (initiator)
+    uint16_t route0 = 0;     // path 0's route before setup (CONNECT)
+    uint32_t tries = 0;      // CONNECTs sent
+    uint64_t next_try = 0;   // when the next CONNECT goes out
+    uint32_t accept_ts = 0;  // the ACCEPT is rebuilt byte for byte for a duplicate CONNECT
   } hs;
 
   // liveness [R-CONN-6], [R-CONN-8] (liveness.cpp)
@@ -187,15 +187,15 @@ struct Conn {
 
   // send window (send_window.cpp, read_responder.cpp)
   struct Send {
-    uint64_t* path_due = nullptr;  // per path: earliest deadline of its timers (tx and ACK delay)
+    uint64_t* path_due = nullptr;            // per path: earliest deadline of its timers (tx and ACK delay)
     mutable uint64_t path_due_min = kNever;  // min over path_due[] (valid when path_due_min_valid)
     mutable bool path_due_min_valid = true;
     BitSpan paths_with_room;  // paths that may take a new segment [R-PATH-8]
     BitSpan paths_with_lost;  // paths with lost PSNs waiting for retransmission
     BitSpan new_data_slots;   // round-robin slots with new segments to send (streams, then responses)
     uint32_t responses_head = kNone, responses_tail = kNone;  // read responses to send, in acceptance order
-    uint32_t next_slot = 0;   // round-robin position over the slots [R-CC-9]
-    uint16_t last_path = 0;   // path of the latest new segment (paths in round robin [R-PATH-8])
+    uint32_t next_slot = 0;                                   // round-robin position over the slots [R-CC-9]
+    uint16_t last_path = 0;  // path of the latest new segment (paths in round robin [R-PATH-8])
     bool any_new_segment = false;
     uint32_t unacked_recs = 0;  // outstanding, unacknowledged PSN records (all paths)
     uint32_t open_wrs = 0;      // work requests in stream lists

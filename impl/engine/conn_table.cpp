@@ -21,7 +21,9 @@ uint64_t address_key(const Address& a) noexcept {
   return h;
 }
 
-uint32_t be32(const uint8_t* p) noexcept { return uint32_t(p[0]) << 24 | uint32_t(p[1]) << 16 | uint32_t(p[2]) << 8 | p[3]; }
+uint32_t be32(const uint8_t* p) noexcept {
+  return uint32_t(p[0]) << 24 | uint32_t(p[1]) << 16 | uint32_t(p[2]) << 8 | p[3];
+}
 
 }  // namespace
 
@@ -36,9 +38,9 @@ fast::PathConfig path_config(const DeviceConfig& cfg, const Address& peer) noexc
   pc.ipv6_dst = peer.ip;
   pc.dscp_data = cfg.dscp_data;  // [R-ENC-10]
   pc.dscp_ctrl = cfg.dscp_control;
-  pc.ecn_data = 2;  // [R-ENC-9] ECT(0) on data
-  pc.ecn_ctrl = 0;  //           Not-ECT otherwise
-  pc.ttl = 64;      // [R-ENC-11]
+  pc.ecn_data = 2;              // [R-ENC-9] ECT(0) on data
+  pc.ecn_ctrl = 0;              //           Not-ECT otherwise
+  pc.ttl = 64;                  // [R-ENC-11]
   pc.udp_dport = cfg.udp_port;  // [R-ENC-5]
   pc.ipv4_id = 0;
   pc.ipv4_df = true;  // [R-ENC-3]

@@ -71,9 +71,9 @@ class ConnTable {
   DeviceConfig cfg_;
   core::Pool<Conn> conns_;
   core::Pool<Peer> peers_;
-  core::HashMap id_map_;    // local connection ID -> slot
-  core::HashMap resp_map_;  // (peer, peer's SCID) -> slot, responder connections [R-CONN-4]
-  core::HashMap peer_map_;  // address hash -> peer
+  core::HashMap id_map_;       // local connection ID -> slot
+  core::HashMap resp_map_;     // (peer, peer's SCID) -> slot, responder connections [R-CONN-4]
+  core::HashMap peer_map_;     // address hash -> peer
   uint32_t next_conn_id_ = 1;  // with the counting-ID test option (DeviceConfig::first_conn_id)
   uint32_t dead_head_ = kNone, dead_tail_ = kNone;
 };

@@ -9,60 +9,90 @@ using engine::Engine;
 
 const char* status_name(Status s) noexcept {
   switch (s) {
-    case Status::Success: return "Success";
-    case Status::LocalLength: return "LocalLength";
-    case Status::RemoteAccess: return "RemoteAccess";
-    case Status::RemoteInvalid: return "RemoteInvalid";
-    case Status::RemoteLength: return "RemoteLength";
-    case Status::RnrRetryExceeded: return "RnrRetryExceeded";
-    case Status::ConnectionFailed: return "ConnectionFailed";
-    case Status::Flushed: return "Flushed";
-    case Status::Canceled: return "Canceled";
+    case Status::Success:
+      return "Success";
+    case Status::LocalLength:
+      return "LocalLength";
+    case Status::RemoteAccess:
+      return "RemoteAccess";
+    case Status::RemoteInvalid:
+      return "RemoteInvalid";
+    case Status::RemoteLength:
+      return "RemoteLength";
+    case Status::RnrRetryExceeded:
+      return "RnrRetryExceeded";
+    case Status::ConnectionFailed:
+      return "ConnectionFailed";
+    case Status::Flushed:
+      return "Flushed";
+    case Status::Canceled:
+      return "Canceled";
   }
   return "UNKNOWN";
 }
 
 const char* wc_opcode_name(WcOpcode op) noexcept {
   switch (op) {
-    case WcOpcode::Send: return "Send";
-    case WcOpcode::Write: return "Write";
-    case WcOpcode::WriteImm: return "WriteImm";
-    case WcOpcode::Read: return "Read";
-    case WcOpcode::Recv: return "Recv";
+    case WcOpcode::Send:
+      return "Send";
+    case WcOpcode::Write:
+      return "Write";
+    case WcOpcode::WriteImm:
+      return "WriteImm";
+    case WcOpcode::Read:
+      return "Read";
+    case WcOpcode::Recv:
+      return "Recv";
   }
   return "UNKNOWN";
 }
 
 const char* result_name(Result r) noexcept {
   switch (r) {
-    case Result::Ok: return "Ok";
-    case Result::NotConnected: return "NotConnected";
-    case Result::InvalidStream: return "InvalidStream";
-    case Result::MessageTooLong: return "MessageTooLong";
-    case Result::LocalProtection: return "LocalProtection";
-    case Result::NoResources: return "NoResources";
-    case Result::InvalidArgument: return "InvalidArgument";
-    case Result::UnknownKey: return "UnknownKey";
+    case Result::Ok:
+      return "Ok";
+    case Result::NotConnected:
+      return "NotConnected";
+    case Result::InvalidStream:
+      return "InvalidStream";
+    case Result::MessageTooLong:
+      return "MessageTooLong";
+    case Result::LocalProtection:
+      return "LocalProtection";
+    case Result::NoResources:
+      return "NoResources";
+    case Result::InvalidArgument:
+      return "InvalidArgument";
+    case Result::UnknownKey:
+      return "UnknownKey";
   }
   return "UNKNOWN";
 }
 
 const char* path_state_name(PathState s) noexcept {
   switch (s) {
-    case PathState::Active: return "ACTIVE";
-    case PathState::Suspect: return "SUSPECT";
-    case PathState::Failed: return "FAILED";
+    case PathState::Active:
+      return "ACTIVE";
+    case PathState::Suspect:
+      return "SUSPECT";
+    case PathState::Failed:
+      return "FAILED";
   }
   return "UNKNOWN";
 }
 
 const char* conn_state_name(ConnState s) noexcept {
   switch (s) {
-    case ConnState::Connecting: return "Connecting";
-    case ConnState::Established: return "Established";
-    case ConnState::Closing: return "Closing";
-    case ConnState::Closed: return "Closed";
-    case ConnState::Failed: return "Failed";
+    case ConnState::Connecting:
+      return "Connecting";
+    case ConnState::Established:
+      return "Established";
+    case ConnState::Closing:
+      return "Closing";
+    case ConnState::Closed:
+      return "Closed";
+    case ConnState::Failed:
+      return "Failed";
   }
   return "UNKNOWN";
 }
@@ -73,7 +103,8 @@ uint64_t MemoryUsage::per_path_bytes() noexcept {
 }
 uint64_t MemoryUsage::per_stream_bytes() noexcept { return sizeof(engine::SendStream) + sizeof(engine::RecvStream); }
 
-std::unique_ptr<Device> Device::open(const DeviceConfig& config, io::PacketIo& io, const io::Clock& clock, Result* err) {
+std::unique_ptr<Device> Device::open(const DeviceConfig& config, io::PacketIo& io, const io::Clock& clock,
+                                     Result* err) {
   auto e = std::make_unique<Engine>(config, io, clock);
   if (!e->ok()) {
     if (err) *err = Result::InvalidArgument;

@@ -54,12 +54,12 @@
 namespace mroce::engine {
 
 using core::Pool;
-using core::TimerWheel;
 using core::serial_le;
 using core::serial_lt;
+using core::TimerWheel;
 
 inline constexpr uint32_t kMaxMessage = 0x80000000u;  // [R-HDR-12]
-inline constexpr int kRxBudget = 1024;  // frames per progress() call before the timers run
+inline constexpr int kRxBudget = 1024;                // frames per progress() call before the timers run
 
 // The view of one packet the engine acts on.
 using View = fast::PacketView;
@@ -83,7 +83,7 @@ class Engine {
   void listen(bool on) { listening_ = on; }
   Result close(uint32_t conn, bool abort);  // liveness.cpp
   Result post(WcOpcode op, uint32_t conn, uint16_t stream, uint64_t wr_id, const Sge& local, uint64_t remote_va,
-              uint32_t rkey, bool has_imm, uint32_t imm);  // send_window.cpp
+              uint32_t rkey, bool has_imm, uint32_t imm);                            // send_window.cpp
   Result post_recv(uint32_t conn, uint16_t stream, uint64_t wr_id, const Sge& buf);  // receiver.cpp
   int poll_cq(WorkCompletion* out, int max) noexcept { return cq_.pop(out, max); }
   int poll_events(ConnEvent* out, int max) noexcept { return events_.pop(out, max); }
@@ -283,7 +283,7 @@ class Engine {
   uint16_t stream_touched_[256];
   uint32_t n_stream_touched_ = 0;
   uint64_t prealloc_bytes_ = 0;
-  bool unstamped_io_ = false;  // frames without arrival times seen: coalesce overdue timers
+  bool unstamped_io_ = false;   // frames without arrival times seen: coalesce overdue timers
   bool in_timer_call_ = false;  // inside progress() or advance(): the calls that fire timers
 };
 

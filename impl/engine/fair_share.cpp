@@ -57,8 +57,8 @@ void FairShare::update(uint64_t now) noexcept {
     }
     // [R-FS-3]: r = bits / µs = Mb/s; demand = max(C / 1000, 2 r)
     const uint64_t rate = c.fair.bits_in_interval / interval;
-    c.fair.demand = static_cast<uint32_t>(
-        std::min<uint64_t>(std::max<uint64_t>(capacity_mbps_ / 1000, 2 * rate), 0xFFFFFFFFu));
+    c.fair.demand =
+        static_cast<uint32_t>(std::min<uint64_t>(std::max<uint64_t>(capacity_mbps_ / 1000, 2 * rate), 0xFFFFFFFFu));
     c.fair.bits_in_interval = 0;
     any = true;
   }

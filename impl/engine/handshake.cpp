@@ -79,8 +79,8 @@ bool Engine::setup_paths(Conn& c) noexcept {
     PathTx& t = c.tx[p];
     t.route = default_route(c.id, p, 0);  // [R-PATH-5], appendix B
     t.fresh_routes = 1;
-    t.snxt = t.suna = c.local_isn;  // [R-PSN-2]
-    t.cwnd = c.init_cwnd();         // [R-CC-1]
+    t.snxt = t.suna = c.local_isn;             // [R-PSN-2]
+    t.cwnd = c.init_cwnd();                    // [R-CC-1]
     t.rto = t.rto_current = cfg_.rto_init_us;  // [R-RTO-3]
     t.last_ack = now_;
     c.rx[p].st = core::PathReceiveState::starting_at(c.peer_isn);  // [R-HDR-19] CPSN = ISN - 1

@@ -151,8 +151,7 @@ void Engine::teardown(Conn& c, Status wr_status) noexcept {
 void Engine::fail_connection(Conn& c, Status wr_status) noexcept {
   teardown(c, wr_status);
   c.state = ConnState::Failed;
-  emit_event(
-      ConnEvent{ConnEvent::Kind::Down, c.id, conns_.peer(c.peer).addr, c.initiator, Status::ConnectionFailed});
+  emit_event(ConnEvent{ConnEvent::Kind::Down, c.id, conns_.peer(c.peer).addr, c.initiator, Status::ConnectionFailed});
 }
 
 void Engine::release_closed(Conn& c) noexcept {

@@ -74,7 +74,8 @@ void Engine::send_nak(Conn& c, uint16_t p, uint32_t psn, fast::NakCode code) noe
   uint8_t* bth;
   // [R-ACK-8], [R-ACK-5]: on the path of the refused packet, its reply route.
   io::PacketBuf* b = frame_begin(c, false, c.rx[p].reply_route, &bth);
-  fast::put_nak(bth, this->bth(c, p, 0), psn, uint8_t(code), code == fast::NakCode::Rnr ? cfg_.rnr_detail : 0);  // [R-HDR-24]
+  fast::put_nak(bth, this->bth(c, p, 0), psn, uint8_t(code),
+                code == fast::NakCode::Rnr ? cfg_.rnr_detail : 0);  // [R-HDR-24]
   frame_end(b, 0);
   ++counters_.naks_sent;
 }
@@ -201,11 +202,11 @@ namespace {
 
 // Result of the content checks of [R-SEC-9].
 struct Verdict {
-  uint8_t nak = 0;  // fast::NakCode, 0 = accepted
+  uint8_t nak = 0;                 // fast::NakCode, 0 = accepted
   const Region* region = nullptr;  // WRITE / WRITE_IMM / READ_REQ target
   uint32_t region_index = kNone;
-  Recv* recv = nullptr;            // SEND / WRITE_IMM
-  uint32_t read = kNone;           // READ_RESP
+  Recv* recv = nullptr;   // SEND / WRITE_IMM
+  uint32_t read = kNone;  // READ_RESP
 };
 
 }  // namespace
@@ -275,7 +276,8 @@ void Engine::on_data(Conn& c, uint16_t p, const View& v) noexcept {
                                                  (rv->is_wimm && rv->imm != v.immediate()));
           // [R-SEC-9] (1): its message already completed, or was abandoned and canceled
           const bool finished = rv->done && (rv->status == Status::Success || rv->status == Status::Canceled);
-          if (finished || inconsistent) vd.nak = uint8_t(fast::NakCode::InvalidRequest);
+          if (finished || inconsistent)
+            vd.nak = uint8_t(fast::NakCode::InvalidRequest);
           else
             vd.recv = rv;
         }
@@ -357,8 +359,8 @@ void Engine::on_data(Conn& c, uint16_t p, const View& v) noexcept {
   const uint32_t cpsn_before = r.st.cpsn;
   core::AcceptDetail det;
   r.st.accept(psn, det);
-  r.ts_echo = v.timestamp();  // [R-ACK-7]
-  if (ce) ++r.ce_count;       // [R-ACK-6]
+  r.ts_echo = v.timestamp();                   // [R-ACK-7]
+  if (ce) ++r.ce_count;                        // [R-ACK-6]
   fair_.on_data(c, is_void ? 0 : plen, now_);  // [R-FS-2], [R-FS-3]
   if (!is_void && op != fast::Opcode::Write && op != fast::Opcode::ReadReq) {
     if (op == fast::Opcode::ReadResp)

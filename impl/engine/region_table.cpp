@@ -11,8 +11,13 @@ Result RegionTable::reg(void* addr, uint64_t length, uint32_t access, uint64_t i
   if (regions_.size() >= max_regions_ || regions_.size() >= kMaxSlots) return Result::NoResources;
   const uint32_t i = static_cast<uint32_t>(regions_.size());
   const Keys k = keys_of(i);
-  const Region r{.host = static_cast<uint8_t*>(addr), .iova = iova, .length = length, .access = access,
-                 .lkey = k.lkey, .rkey = k.rkey, .valid = true};
+  const Region r{.host = static_cast<uint8_t*>(addr),
+                 .iova = iova,
+                 .length = length,
+                 .access = access,
+                 .lkey = k.lkey,
+                 .rkey = k.rkey,
+                 .valid = true};
   for (const Region& o : regions_)
     if (o.valid && length && o.length && r.iova < o.iova + o.length && o.iova < r.iova + length) any_overlap_ = true;
   regions_.push_back(r);

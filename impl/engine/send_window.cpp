@@ -12,11 +12,16 @@ namespace {
 fast::Opcode wire_opcode(const Msg& m) noexcept {
   if (m.flags & kResponse) return fast::Opcode::ReadResp;
   switch (m.op) {
-    case WcOpcode::Send: return fast::Opcode::Send;
-    case WcOpcode::Write: return fast::Opcode::Write;
-    case WcOpcode::WriteImm: return fast::Opcode::WriteImm;
-    case WcOpcode::Read: return fast::Opcode::ReadReq;
-    case WcOpcode::Recv: break;
+    case WcOpcode::Send:
+      return fast::Opcode::Send;
+    case WcOpcode::Write:
+      return fast::Opcode::Write;
+    case WcOpcode::WriteImm:
+      return fast::Opcode::WriteImm;
+    case WcOpcode::Read:
+      return fast::Opcode::ReadReq;
+    case WcOpcode::Recv:
+      break;
   }
   return fast::Opcode::Send;
 }
@@ -44,11 +49,16 @@ void rtt_sample(const DeviceConfig& cfg, PathTx& t, uint32_t r) noexcept {
 
 uint64_t& count_of(RetransmissionCauses& k, LossCause why) noexcept {
   switch (why) {
-    case LossCause::Gap: return k.gap;
-    case LossCause::Probe: return k.probe;
-    case LossCause::Rto: return k.rto;
-    case LossCause::Rnr: return k.rnr;
-    case LossCause::Nak: break;
+    case LossCause::Gap:
+      return k.gap;
+    case LossCause::Probe:
+      return k.probe;
+    case LossCause::Rto:
+      return k.rto;
+    case LossCause::Rnr:
+      return k.rnr;
+    case LossCause::Nak:
+      break;
   }
   return k.nak;
 }
@@ -208,7 +218,7 @@ uint64_t Engine::path_deadline(const Conn& c, uint16_t p) const noexcept {
       for (unsigned j = b.rnr.next_set(0); j < 256; j = b.rnr.next_set(j + 1))
         d = std::min(d, b.rec[(t.suna + j) & 255].rnr_until);  // [R-PLC-9]
     if (b.n_inflight) {
-      d = std::min(d, rto_deadline(t, b));                           // [R-REL-7]
+      d = std::min(d, rto_deadline(t, b));                              // [R-REL-7]
       if (!t.probe_sent_in_period) d = std::min(d, probe_deadline(t));  // [R-REL-6]
     }
   }
@@ -304,13 +314,21 @@ void Engine::send_record(Conn& c, uint16_t p, uint32_t j, bool retransmission) n
   dh.msg_offset = offset;
   uint8_t* pay;
   switch (op) {
-    case fast::Opcode::Send: pay = fast::put_send(bth, bf, dh, m.rsn); break;
-    case fast::Opcode::Write: pay = fast::put_write(bth, bf, dh, m.remote_va, m.rkey); break;
+    case fast::Opcode::Send:
+      pay = fast::put_send(bth, bf, dh, m.rsn);
+      break;
+    case fast::Opcode::Write:
+      pay = fast::put_write(bth, bf, dh, m.remote_va, m.rkey);
+      break;
     case fast::Opcode::WriteImm:
       pay = fast::put_write_imm(bth, bf, dh, m.remote_va, m.rkey, m.rsn, (m.flags & kHasImm) ? m.imm : 0);
       break;
-    case fast::Opcode::ReadReq: pay = fast::put_read_req(bth, bf, dh, m.remote_va, m.rkey); break;
-    default: pay = fast::put_read_resp(bth, bf, dh); break;
+    case fast::Opcode::ReadReq:
+      pay = fast::put_read_req(bth, bf, dh, m.remote_va, m.rkey);
+      break;
+    default:
+      pay = fast::put_read_resp(bth, bf, dh);
+      break;
   }
   const uint32_t plen = src ? len : 0;
   if (src) std::memcpy(pay, src, plen);
@@ -460,7 +478,7 @@ Result Engine::post(WcOpcode op, uint32_t conn, uint16_t stream, uint64_t wr_id,
     m.imm = imm;
     m.region = regions_.slot(*lr);
     if (has_imm) m.flags |= kHasImm;
-    m.msn = st.next_msn++;  // [R-HDR-10]
+    m.msn = st.next_msn++;                                                        // [R-HDR-10]
     if (op == WcOpcode::Send || op == WcOpcode::WriteImm) m.rsn = st.next_rsn++;  // [R-HDR-17]
     // [R-HDR-14] segments; a Read is one READ_REQ
     m.total_segments = op == WcOpcode::Read ? 1 : segment_count(m.length, c.max_payload);
@@ -530,13 +548,13 @@ void Engine::on_ack(Conn& c, uint16_t p, const View& v) noexcept {
   SackBitmap256 sack = SackBitmap256::from_wire(v.sack_bytes());  // [R-HDR-20]
   int hs = sack.highest_set();
   if (hs > 0 && !serial_lt(cpsn + 1 + uint32_t(hs), t.snxt)) {  // [R-ACK-10]: bits for unsent PSNs
-    sack = sack & SackBitmap256::prefix(t.snxt - cpsn - 1);      // bit i names cpsn + 1 + i
+    sack = sack & SackBitmap256::prefix(t.snxt - cpsn - 1);     // bit i names cpsn + 1 + i
     hs = sack.highest_set();
     ++counters_.sack_beyond_snxt;
   }
   const uint32_t highest = hs > 0 ? cpsn + 1 + uint32_t(hs) : cpsn;  // for the gap rule
   refresh_credit(c, last_transmit_);  // the model refreshed it at its last pass, before this ceiling
-  c.rate.ceiling = v.rate_hint();      // [R-CC-6]
+  c.rate.ceiling = v.rate_hint();     // [R-CC-6]
   c.rate.hint_time = now_;
   if (c.alive.keepalive_outstanding && ts_echo == c.alive.keepalive_ts) c.alive.keepalive_outstanding = false;
 

@@ -12,18 +12,18 @@ namespace mroce::impair {
 // MurmurHash3's 32-bit finalizer (fmix32) of the source port: consecutive ports land on unrelated
 // links. Fixed forever: traces record which link a frame took.
 constexpr uint32_t ecmp_hash(uint16_t sport) {
-    uint32_t h = sport;
-    h ^= h >> 16;
-    h *= 0x85ebca6bu;
-    h ^= h >> 13;
-    h *= 0xc2b2ae35u;
-    h ^= h >> 16;
-    return h;
+  uint32_t h = sport;
+  h ^= h >> 16;
+  h *= 0x85ebca6bu;
+  h ^= h >> 13;
+  h *= 0xc2b2ae35u;
+  h ^= h >> 16;
+  return h;
 }
 
 // The link a frame with UDP source port `sport` takes among `links` (0 when links is 0 or 1).
 constexpr uint16_t ecmp_link(uint16_t sport, uint16_t links) {
-    return links == 0 ? 0 : uint16_t(ecmp_hash(sport) % links);
+  return links == 0 ? 0 : uint16_t(ecmp_hash(sport) % links);
 }
 
 }  // namespace mroce::impair

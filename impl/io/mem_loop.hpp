@@ -28,12 +28,12 @@ using Fate = impair::PacketFate::Kind;
 class MemLoop {
  public:
   struct Options {
-    uint32_t buffers = 8192;      // shared buffer pool
-    uint32_t ring = 4096;         // frames in flight per direction; a full ring drops (counted)
-    uint64_t delay_us = 0;        // one-way delay
-    const Clock* clock = nullptr; // needed when delay_us > 0
-    uint32_t buf_size = kBufSize; // bytes per buffer (a multiple of 64; smaller saves memory when
-                                  // only small frames travel)
+    uint32_t buffers = 8192;       // shared buffer pool
+    uint32_t ring = 4096;          // frames in flight per direction; a full ring drops (counted)
+    uint64_t delay_us = 0;         // one-way delay
+    const Clock* clock = nullptr;  // needed when delay_us > 0
+    uint32_t buf_size = kBufSize;  // bytes per buffer (a multiple of 64; smaller saves memory when
+                                   // only small frames travel)
   };
   // from: the sending port (0 or 1).
   using Filter = std::function<Fate(int from, const uint8_t* frame, uint32_t len)>;

@@ -95,9 +95,13 @@ rc::Gen<Fix> gen_fix() {
 void apply_fix(Bytes& b, Fix fix) {
   fz::FixOptions o;
   switch (fix) {
-    case Fix::None: return;
-    case Fix::All: break;
-    case Fix::AllUdpComputed: o.udp = fz::UdpCsum::Compute; break;
+    case Fix::None:
+      return;
+    case Fix::All:
+      break;
+    case Fix::AllUdpComputed:
+      o.udp = fz::UdpCsum::Compute;
+      break;
     case Fix::LengthsOnly:
       o.icrc = o.payload_length = false;
       o.udp = fz::UdpCsum::Keep;
@@ -115,9 +119,7 @@ void apply_fix(Bytes& b, Fix fix) {
 
 // Uniform in [lo, hi): rapidcheck's inRange narrows the range at small sizes, which would bunch
 // cut points and mutation positions at the front of the frame (the early checks).
-size_t uniform(size_t lo, size_t hi) {
-  return *rc::gen::resize(rc::kNominalSize, rc::gen::inRange<size_t>(lo, hi));
-}
+size_t uniform(size_t lo, size_t hi) { return *rc::gen::resize(rc::kNominalSize, rc::gen::inRange<size_t>(lo, hi)); }
 
 // Offset of the BTH of a frame with a valid EtherType (else 0).
 size_t bth_offset(const Bytes& b) {
@@ -138,8 +140,12 @@ void mutate(Bytes& b) {
       pos = uniform(0, b.size());
     }
     switch (*rc::gen::inRange(0, 3)) {
-      case 0: b[pos] ^= uint8_t(1u << *rc::gen::inRange(0, 8)); break;
-      case 1: b[pos] = *rc::gen::arbitrary<uint8_t>(); break;
+      case 0:
+        b[pos] ^= uint8_t(1u << *rc::gen::inRange(0, 8));
+        break;
+      case 1:
+        b[pos] = *rc::gen::arbitrary<uint8_t>();
+        break;
       default:
         b[pos] = *rc::gen::elementOf(std::vector<uint8_t>{0x00, 0x01, 0x10, 0x80, 0xFF, 0x7F, 0x20, 0x12});
         break;
@@ -151,10 +157,10 @@ void mutate(Bytes& b) {
 
 // The error kinds of SPEC section 4 are one list with one spelling in both codecs.
 TEST(CodecAgreement, R_VAL_1_ErrorKindNamesMatch) {
-  const std::vector<std::string> spec = {
-      "Truncated", "EtherType",       "IpVersion", "Ipv4Options", "IpLength", "Ipv4Checksum", "Fragment",
-      "NotUdp",    "UdpLength",       "UdpPort",   "UdpChecksum", "TransportLength", "Version", "Opcode",
-      "Icrc",      "Reserved",        "PayloadLength", "Range",   "SackBase"};
+  const std::vector<std::string> spec = {"Truncated",    "EtherType",       "IpVersion", "Ipv4Options", "IpLength",
+                                         "Ipv4Checksum", "Fragment",        "NotUdp",    "UdpLength",   "UdpPort",
+                                         "UdpChecksum",  "TransportLength", "Version",   "Opcode",      "Icrc",
+                                         "Reserved",     "PayloadLength",   "Range",     "SackBase"};
   ASSERT_EQ(spec.size() + 1, fast::kErrorCount);
   for (size_t i = 0; i < spec.size(); ++i) {
     EXPECT_EQ(ref::error_name(static_cast<ref::ErrorKind>(i)), spec[i]);
@@ -199,7 +205,8 @@ RC_GTEST_PROP(CodecAgreement, R_VAL_2_TruncationsAgree, ()) {
   const FrameCase c = *gen_valid_frame();
   // Anywhere, or within the last 80 bytes (transport and extension lengths).
   const size_t size = c.bytes.size();
-  const size_t n = *rc::gen::arbitrary<bool>() ? uniform(0, size + 1) : size - uniform(0, std::min<size_t>(size, 80) + 1);
+  const size_t n =
+      *rc::gen::arbitrary<bool>() ? uniform(0, size + 1) : size - uniform(0, std::min<size_t>(size, 80) + 1);
   Bytes b(c.bytes.begin(), c.bytes.begin() + n);
   if (*rc::gen::arbitrary<bool>()) apply_fix(b, *rc::gen::element(Fix::All, Fix::LengthsOnly));
   RC_TAG(assert_agree(b, c.port));
@@ -367,16 +374,16 @@ void ref_encode_fast_decode(ref::Opcode op) {
 
 TEST(CodecAgreement, R_VAL_4_FastEncodeRefDecodeIdentityEveryOpcode) {
   for (const fast::Opcode op : fast::kAllOpcodes) {
-    EXPECT_TRUE(rc::check(std::string("fast encode -> ref decode, ") + fast::opcode_name(op),
-                          [op] { fast_encode_ref_decode(op); }))
-        << fast::opcode_name(op);
+    EXPECT_TRUE(rc::check(std::string("fast encode -> ref decode, ") + fast::opcode_name(op), [op] {
+      fast_encode_ref_decode(op);
+    })) << fast::opcode_name(op);
   }
 }
 
 TEST(CodecAgreement, R_VAL_4_RefEncodeFastDecodeIdentityEveryOpcode) {
   for (const ref::Opcode op : ref::all_opcodes()) {
-    EXPECT_TRUE(rc::check("ref encode -> fast decode, " + std::string(ref::opcode_name(op)),
-                          [op] { ref_encode_fast_decode(op); }))
-        << ref::opcode_name(op);
+    EXPECT_TRUE(rc::check("ref encode -> fast decode, " + std::string(ref::opcode_name(op)), [op] {
+      ref_encode_fast_decode(op);
+    })) << ref::opcode_name(op);
   }
 }

@@ -18,8 +18,8 @@ namespace {
 constexpr std::uint32_t kHalf = 0x80000000u;
 
 // Values around every boundary serial arithmetic has: 0, 2^31, 2^32 - 1 and their neighbours.
-const std::vector<std::uint32_t> kEdges = {0u,         1u,          2u,          255u,        256u,
-                                           257u,       0x7FFFFEFFu, 0x7FFFFFFFu, 0x80000000u, 0x80000001u,
+const std::vector<std::uint32_t> kEdges = {0u,          1u,          2u,          255u,        256u,
+                                           257u,        0x7FFFFEFFu, 0x7FFFFFFFu, 0x80000000u, 0x80000001u,
                                            0xFFFFFEFFu, 0xFFFFFF00u, 0xFFFFFF01u, 0xFFFFFFFEu, 0xFFFFFFFFu};
 
 // Distances d for pairs (a, a + d): the window and span edges, and both sides of 2^31.

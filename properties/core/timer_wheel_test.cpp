@@ -95,7 +95,7 @@ void expire_and_check(TimerWheel& w, Model& m, std::uint64_t t, std::vector<std:
   std::uint64_t prev = 0;
   for (const std::uint32_t id : out) {
     const auto it = m.of.find(id);
-    RC_ASSERT(it != m.of.end());  // a cancelled or already fired timer never fires
+    RC_ASSERT(it != m.of.end());        // a cancelled or already fired timer never fires
     RC_ASSERT(it->second->first <= t);  // never before its deadline
     RC_ASSERT(deadline[id] <= t);
     RC_ASSERT(deadline[id] >= prev);  // in deadline order
@@ -119,8 +119,8 @@ RC_GTEST_PROP(CoreTimerWheel, MatchesMultimapOfDeadlinesAcrossSlotLevelAndRangeW
   // Start anywhere: at 0, just below a 64^k boundary, or high in the range.
   std::uint64_t now = *rc::gen::weightedOneOf<std::uint64_t>({
       {1, rc::gen::just<std::uint64_t>(0)},
-      {2, rc::gen::map(rc::gen::inRange<unsigned>(1, 11),
-                       [](unsigned k) { return (std::uint64_t{1} << (6 * k)) - 3; })},
+      {2,
+       rc::gen::map(rc::gen::inRange<unsigned>(1, 11), [](unsigned k) { return (std::uint64_t{1} << (6 * k)) - 3; })},
       {1, rc::gen::inRange<std::uint64_t>(kNever - (std::uint64_t{1} << 30), kNever - (std::uint64_t{1} << 20))},
       {2, rc::gen::arbitrary<std::uint64_t>()},
   });

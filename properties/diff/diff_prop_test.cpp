@@ -58,9 +58,10 @@ TEST(Diff, R_CONF_1_EngineMatchesModelOnGeneratedScenarios) {
   rc::detail::printResultMessage(result, std::cerr);
   const auto shrunk = lockstep::shrink_divergence(*last_failing, {});
   const auto r = lockstep::run_differential(shrunk);
-  const std::string path = write_regression("diff_" + std::to_string(shrunk.seed), lockstep::divergence_trace(shrunk, {}));
-  ADD_FAILURE() << (r.divergence ? r.divergence->text() : "(shrunk scenario no longer diverges)")
-                << "\nshrunk to " << shrunk.workload.ops.size() << " ops; trace written to " << path
+  const std::string path =
+      write_regression("diff_" + std::to_string(shrunk.seed), lockstep::divergence_trace(shrunk, {}));
+  ADD_FAILURE() << (r.divergence ? r.divergence->text() : "(shrunk scenario no longer diverges)") << "\nshrunk to "
+                << shrunk.workload.ops.size() << " ops; trace written to " << path
                 << "\nreplay: " << MROCE_LOCKSTEP_REPLAY << " " << path;
 }
 

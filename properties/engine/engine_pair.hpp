@@ -125,7 +125,9 @@ class EnginePair {
   void fill(int side, uint64_t iova, size_t n, uint8_t seed) {
     for (size_t i = 0; i < n; ++i) at(side, iova)[i] = uint8_t(seed + i * 7 + (i >> 8));
   }
-  bool same(int a, uint64_t va, int b, uint64_t vb, size_t n) { return std::equal(at(a, va), at(a, va) + n, at(b, vb)); }
+  bool same(int a, uint64_t va, int b, uint64_t vb, size_t n) {
+    return std::equal(at(a, va), at(a, va) + n, at(b, vb));
+  }
 
  private:
   io::ManualClock clock_;

@@ -40,7 +40,8 @@ TEST(EngineWindow, R_PSN_3_OutOfWindowDroppedAndDuplicatesNotPlacedTwice_R_REL_8
   ASSERT_FALSE(first.empty());
   const uint64_t placed = net.dev(1).counters().placed_bytes;
   const uint64_t acks = net.dev(1).counters().acks_sent;
-  mroce::testing::DeviceHooks::input(net.dev(1), first.data(), uint32_t(first.size()));  // a duplicate: ACKed, not placed again
+  mroce::testing::DeviceHooks::input(net.dev(1), first.data(),
+                                     uint32_t(first.size()));  // a duplicate: ACKed, not placed again
   EXPECT_EQ(net.dev(1).counters().duplicates, 1u);
   EXPECT_EQ(net.dev(1).counters().placed_bytes, placed);
   EXPECT_EQ(net.dev(1).counters().acks_sent, acks + 1);
@@ -97,7 +98,7 @@ TEST(EngineTimers, WithoutRxTimestampsAPostFiresNoTimerBeforeTheWaitingAckIsRead
   ASSERT_EQ(write(net, 1, 100), Result::Ok);
   net.dev(1).progress();  // B places it
   net.clock().set(net.now() + 20);
-  net.dev(1).progress();  // and ACKs it (coalescing timer at the latest): the ACK waits in A's queue
+  net.dev(1).progress();                // and ACKs it (coalescing timer at the latest): the ACK waits in A's queue
   net.clock().set(net.now() + 100000);  // A's host stalls far past every RTO
   ASSERT_EQ(write(net, 2, 100, 0, 4096), Result::Ok);
   EXPECT_EQ(net.dev(0).counters().retransmissions, 0u) << "the post fired the RTO before the ACK was read";
@@ -131,7 +132,8 @@ TEST(EnginePools, ReceivePoolExhaustionIsACleanError) {
   b.max_receives = 4;
   EnginePair net(engine_config(0), b);
   net.setup();
-  for (int i = 0; i < 4; ++i) EXPECT_EQ(net.dev(1).post_recv(net.conn[1], 0, i, Sge{kDst, 100, net.mr[1].lkey}), Result::Ok);
+  for (int i = 0; i < 4; ++i)
+    EXPECT_EQ(net.dev(1).post_recv(net.conn[1], 0, i, Sge{kDst, 100, net.mr[1].lkey}), Result::Ok);
   EXPECT_EQ(net.dev(1).post_recv(net.conn[1], 0, 9, Sge{kDst, 100, net.mr[1].lkey}), Result::NoResources);
 }
 
@@ -222,8 +224,8 @@ TEST(EngineConn, R_CONN_5_IdleConnectionStateIsSmallAndBounded) {
   net.setup();
   const MemoryUsage u = net.dev(0).memory_usage();
   ASSERT_EQ(u.connections, 1u);
-  const uint64_t per = MemoryUsage::connection_base_bytes() + 4 * MemoryUsage::per_path_bytes() +
-                       4 * MemoryUsage::per_stream_bytes();
+  const uint64_t per =
+      MemoryUsage::connection_base_bytes() + 4 * MemoryUsage::per_path_bytes() + 4 * MemoryUsage::per_stream_bytes();
   EXPECT_LE(u.connection_bytes, per + 64);
   EXPECT_LT(u.connection_bytes, 4096u);  // an idle 4-path, 4-stream connection
   std::printf("idle connection (4 paths, 4 streams): %llu bytes (base %llu, per path %llu, per stream %llu)\n",
@@ -257,8 +259,8 @@ void lossy_transfer(uint32_t loss_pct_x10, uint64_t seed) {
                               kSrc + half + off + 350000, net.mr[1].rkey, st);
     net.dev(1).post_write(net.conn[1], st, wr++, Sge{kSrc + off, 100000, net.mr[1].lkey}, kSrc + half + off,
                           net.mr[0].rkey);
-    net.dev(0).post_read(net.conn[0], st, wr++, Sge{kSrc + half + off + 100000, 90000, net.mr[0].lkey}, kSrc + off + 100000,
-                         net.mr[1].rkey);
+    net.dev(0).post_read(net.conn[0], st, wr++, Sge{kSrc + half + off + 100000, 90000, net.mr[0].lkey},
+                         kSrc + off + 100000, net.mr[1].rkey);
     expect[0] += 4;
     expect[1] += 3;
   }

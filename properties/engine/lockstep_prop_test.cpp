@@ -83,7 +83,8 @@ TEST(EngineLockstepProp, R_CONF_1_R_ENC_4_RandomConfigurationsStayInStep) {
   rc::detail::printResultMessage(result, std::cerr);
   const harness::Scenario shrunk = shrink_divergence(*failing, {});
   const DiffResult again = run_differential(shrunk);
-  const std::string path = std::string(MROCE_FAILED_TRACE_DIR) + "/lockstep_prop_" + std::to_string(shrunk.seed) + ".trace";
+  const std::string path =
+      std::string(MROCE_FAILED_TRACE_DIR) + "/lockstep_prop_" + std::to_string(shrunk.seed) + ".trace";
   std::ofstream(path) << divergence_trace(shrunk, {});
   ADD_FAILURE() << (again.divergence ? again.divergence->text() : "(the shrunk scenario no longer diverges)")
                 << "\nshrunk to " << shrunk.workload.ops.size() << " ops; trace written to " << path

@@ -445,7 +445,7 @@ RequirementScenario R_ACK_3_CoalescesUpToAckEvery() {
 RequirementScenario R_ACK_3_AckNoLaterThanSixteenPackets() {
   RequirementScenario r = named("R_ACK_3_AckNoLaterThanSixteenPackets");
   r.scenario.config[0].path_count = r.scenario.config[1].path_count = 1;
-  r.scenario.config[1].ack_every = 64;    // a choice above the cap: the cap decides
+  r.scenario.config[1].ack_every = 64;     // a choice above the cap: the cap decides
   r.scenario.config[1].ack_delay_us = 16;  // the latest the delay rule allows
   r.scenario.workload.ops = {write(64 * 4096)};
   r.check = [](const Observed& o) {
@@ -666,9 +666,9 @@ RequirementScenario R_FS_4_SharesSplitCapacityAndNeverExceedIt() {
     };
   };
   r.check = [](const Observed& o) {
-    EXPECT_LE(o.notes.at("max_sum"), 1000);  // [R-FS-4]
+    EXPECT_LE(o.notes.at("max_sum"), 1000);         // [R-FS-4]
     ASSERT_EQ(o.notes.count("both_at_least"), 1u);  // both connections were granted at once
-    EXPECT_EQ(o.notes.at("both_at_least"), 500);     // C / 2 each
+    EXPECT_EQ(o.notes.at("both_at_least"), 500);    // C / 2 each
     expect_statuses(o, A, {Status::Success, Status::Success});
   };
   return r;
@@ -741,7 +741,7 @@ RequirementScenario R_CC_5_LossDoesNotShrinkTheWindow_R_CC_3_InFlightBoundedByCw
       for (uint16_t p = 0; p < ep.path_count(c); ++p) {
         const auto v = ep.path_view(c, p);
         if (!v) continue;
-        if (v->in_flight > v->cwnd) ++o.notes["over_cwnd"];  // [R-CC-3]
+        if (v->in_flight > v->cwnd) ++o.notes["over_cwnd"];   // [R-CC-3]
         if (v->snxt - v->suna > 256) ++o.notes["over_span"];  // [R-PSN-4]
         o.notes["min_cwnd"] = o.notes.count("min_cwnd") ? std::min<int64_t>(o.notes["min_cwnd"], v->cwnd) : v->cwnd;
       }
@@ -772,7 +772,7 @@ RequirementScenario R_ACK_9_OlderAckMovesNothingBack() {
   };
   r.on_step = [] {
     return [last = std::map<uint16_t, uint32_t>()](Observed& o, Side s, model::Time,
-                                                    const harness::SimEndpoint& ep) mutable {
+                                                   const harness::SimEndpoint& ep) mutable {
       if (s != A || ep.connections().empty()) return;
       const uint32_t c = ep.connections().front();
       for (uint16_t p = 0; p < ep.path_count(c); ++p) {

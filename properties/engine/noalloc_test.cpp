@@ -87,12 +87,17 @@ TEST(EngineNoAlloc, SteadyStateTransferAllocatesNothing) {
             b->post_recv(bconn, st, posted, Sge{rb.iova + 4 * 1048576 + off, 65536, rb.lkey});
             r = a->post_send(conn, st, posted, Sge{ra.iova + off, 65536, ra.lkey});
             break;
-          case 1: r = a->post_read(conn, st, posted, Sge{ra.iova + 4 * 1048576 + off, 32768, ra.lkey}, rb.iova + off, rb.rkey); break;
+          case 1:
+            r = a->post_read(conn, st, posted, Sge{ra.iova + 4 * 1048576 + off, 32768, ra.lkey}, rb.iova + off,
+                             rb.rkey);
+            break;
           case 2:
             b->post_recv(bconn, st, posted, Sge{rb.iova + 4 * 1048576 + off, 1, rb.lkey});
             r = a->post_write_imm(conn, st, posted, Sge{ra.iova + off, 65536, ra.lkey}, rb.iova + off, rb.rkey, 7);
             break;
-          default: r = a->post_write(conn, st, posted, Sge{ra.iova + off, 65536, ra.lkey}, rb.iova + off, rb.rkey); break;
+          default:
+            r = a->post_write(conn, st, posted, Sge{ra.iova + off, 65536, ra.lkey}, rb.iova + off, rb.rkey);
+            break;
         }
         if (r != Result::Ok) break;
         ++posted;

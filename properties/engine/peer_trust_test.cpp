@@ -225,9 +225,9 @@ TEST(PeerTrust, R_CONN_3_AnAcceptAboveTheOfferIsDroppedAndTheRealOneCounts) {
   EXPECT_LE(net.dev(0).path_count(id), offer.paths);
   EXPECT_LE(net.dev(0).stream_count(id), offer.streams);
   EXPECT_LE(net.dev(0).max_payload(id), offer.max_payload);
-  EXPECT_LE(net.dev(0).memory_usage().connection_bytes,
-            bytes_connecting + MemoryUsage::connection_base_bytes() +
-                offer.paths * MemoryUsage::per_path_bytes() + offer.streams * MemoryUsage::per_stream_bytes());
+  EXPECT_LE(net.dev(0).memory_usage().connection_bytes, bytes_connecting + MemoryUsage::connection_base_bytes() +
+                                                            offer.paths * MemoryUsage::per_path_bytes() +
+                                                            offer.streams * MemoryUsage::per_stream_bytes());
 }
 
 // Negotiated values are at most both offers, whoever offers what [R-CONN-3].

@@ -84,12 +84,14 @@ TEST(EngineScale, R_CONN_5_HundredThousandConnections) {
   const double prealloc_per_conn = double(ua.preallocated_bytes + ub.preallocated_bytes) / (2.0 * kConns);
   const double rss_per_conn = double(rss2 - rss1) / (2.0 * kConns);
   std::printf("connections: %u per side, all up\n", kConns);
-  std::printf("bytes per idle connection: %.0f (connection state incl. 4 paths + 4 streams), "
-              "%.0f (its share of the pools sized for %u connections)\n",
-              state_per_conn, prealloc_per_conn, kConns + 16);
-  std::printf("process RSS: %.1f MB before open, %.1f MB after open, %.1f MB with 2 x %u connections "
-              "(%.0f bytes per connection measured)\n",
-              rss0 / 1e6, rss1 / 1e6, rss2 / 1e6, kConns, rss_per_conn);
+  std::printf(
+      "bytes per idle connection: %.0f (connection state incl. 4 paths + 4 streams), "
+      "%.0f (its share of the pools sized for %u connections)\n",
+      state_per_conn, prealloc_per_conn, kConns + 16);
+  std::printf(
+      "process RSS: %.1f MB before open, %.1f MB after open, %.1f MB with 2 x %u connections "
+      "(%.0f bytes per connection measured)\n",
+      rss0 / 1e6, rss1 / 1e6, rss2 / 1e6, kConns, rss_per_conn);
   EXPECT_LT(state_per_conn, 2048.0);
 
   // One keep-alive round on every connection of both sides [R-CONN-6]: 2 x 100k timers fire at the

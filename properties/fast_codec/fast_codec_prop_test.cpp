@@ -112,8 +112,8 @@ void check_fields(const Fields& f, const Bytes& payload, const PacketView& v, co
   RC_ASSERT(v.payload() == frame.data() + v.payload_offset());
   RC_ASSERT(v.payload_offset() == v.bth_offset() + kBthLen + opcode_info(f.opcode).ext_len);
   RC_ASSERT(std::equal(payload.begin(), payload.end(), v.payload()));
-  RC_ASSERT(v.icrc() == crc32c_scalar(frame.data() + v.bth_offset(), v.payload_offset() + v.payload_len() -
-                                                                         v.bth_offset()));
+  RC_ASSERT(v.icrc() ==
+            crc32c_scalar(frame.data() + v.bth_offset(), v.payload_offset() + v.payload_len() - v.bth_offset()));
 }
 
 void roundtrip(const FastPacket& p) {
@@ -129,14 +129,12 @@ void roundtrip(const FastPacket& p) {
 }  // namespace
 
 // build -> decode is the identity, for every opcode and every valid field value.
-RC_GTEST_PROP(FastCodecProp, R_VAL_4_BuildDecodeIdentity, ()) {
-  roundtrip(*testgen::gen_valid_packet());
-}
+RC_GTEST_PROP(FastCodecProp, R_VAL_4_BuildDecodeIdentity, ()) { roundtrip(*testgen::gen_valid_packet()); }
 
 TEST(FastCodecProp, R_VAL_4_BuildDecodeIdentityEachOpcode) {
   for (Opcode op : kAllOpcodes) {
-    const auto res = rc::check(std::string("opcode ") + opcode_name(op),
-                               [op] { roundtrip(*testgen::gen_valid_packet_for(op)); });
+    const auto res =
+        rc::check(std::string("opcode ") + opcode_name(op), [op] { roundtrip(*testgen::gen_valid_packet_for(op)); });
     EXPECT_TRUE(res) << opcode_name(op);
   }
 }
@@ -225,9 +223,24 @@ RC_GTEST_PROP(FastCodecProp, R_VAL_2_MutatedFramesNeverCrash, ()) {
 namespace {
 
 enum Key : unsigned {
-  kEt = 1 << 0, kIpVer = 1 << 1, kIhl = 1 << 2, kIpLen = 1 << 3, kIpCs = 1 << 4, kFrag = 1 << 5,
-  kProto = 1 << 6, kUdpLen = 1 << 7, kPort = 1 << 8, kUdpCs = 1 << 9, kVer = 1 << 10, kOp = 1 << 11,
-  kPay = 1 << 12, kIcrc = 1 << 13, kRsv = 1 << 14, kPl = 1 << 15, kMlen = 1 << 16, kExt = 1 << 17,
+  kEt = 1 << 0,
+  kIpVer = 1 << 1,
+  kIhl = 1 << 2,
+  kIpLen = 1 << 3,
+  kIpCs = 1 << 4,
+  kFrag = 1 << 5,
+  kProto = 1 << 6,
+  kUdpLen = 1 << 7,
+  kPort = 1 << 8,
+  kUdpCs = 1 << 9,
+  kVer = 1 << 10,
+  kOp = 1 << 11,
+  kPay = 1 << 12,
+  kIcrc = 1 << 13,
+  kRsv = 1 << 14,
+  kPl = 1 << 15,
+  kMlen = 1 << 16,
+  kExt = 1 << 17,
 };
 
 struct Fault {
@@ -283,9 +296,15 @@ const std::vector<Fault>& faults() {
        [](FastPacket& p) { p.f.sack[0] |= 0x80; }},
       {22, Error::Reserved, kExt, [](const FastPacket& p) { return is(p, {Opcode::Nak}); },
        [](FastPacket& p) { p.f.nak_rsvd = 1; }},
-      {23, Error::Range, kExt, [](const FastPacket& p) { return is(p, {Opcode::Connect, Opcode::Accept}); },
+      {23, Error::Range, kExt,
+       [](const FastPacket& p) {
+         return is(p, {Opcode::Connect, Opcode::Accept});
+       },
        [](FastPacket& p) { p.f.window_cap = 0; }},
-      {23, Error::Reserved, kExt, [](const FastPacket& p) { return is(p, {Opcode::Reject, Opcode::Disconnect}); },
+      {23, Error::Reserved, kExt,
+       [](const FastPacket& p) {
+         return is(p, {Opcode::Reject, Opcode::Disconnect});
+       },
        [](FastPacket& p) { p.f.reason = 6; }},
   };
   return k;

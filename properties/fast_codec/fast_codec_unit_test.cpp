@@ -49,9 +49,7 @@ Fields op_fields(Opcode op, bool v6 = false) {
   f.msg_offset = op == Opcode::ReadReq ? 0 : f.msg_offset;
   return f;
 }
-Bytes op_payload(Opcode op) {
-  return opcode_info(uint8_t(op)).data && op != Opcode::ReadReq ? kPay8 : Bytes{};
-}
+Bytes op_payload(Opcode op) { return opcode_info(uint8_t(op)).data && op != Opcode::ReadReq ? kPay8 : Bytes{}; }
 
 // Independent RFC 1071 sum over big-endian 16-bit words, for cross-checking.
 uint16_t ref_sum(const uint8_t* p, size_t n, uint32_t s = 0) {
@@ -67,10 +65,10 @@ uint16_t ref_sum(const uint8_t* p, size_t n, uint32_t s = 0) {
 // Names
 
 TEST(FastCodec, R_VAL_1_ErrorNames) {
-  const char* expect[] = {"None",     "Truncated", "EtherType",    "IpVersion", "Ipv4Options",
-                          "IpLength", "Ipv4Checksum", "Fragment",   "NotUdp",    "UdpLength",
-                          "UdpPort",  "UdpChecksum", "TransportLength", "Version", "Opcode",
-                          "Icrc",     "Reserved",  "PayloadLength", "Range",     "SackBase"};
+  const char* expect[] = {"None",     "Truncated",    "EtherType",       "IpVersion", "Ipv4Options",
+                          "IpLength", "Ipv4Checksum", "Fragment",        "NotUdp",    "UdpLength",
+                          "UdpPort",  "UdpChecksum",  "TransportLength", "Version",   "Opcode",
+                          "Icrc",     "Reserved",     "PayloadLength",   "Range",     "SackBase"};
   for (unsigned i = 0; i < kErrorCount; ++i) EXPECT_STREQ(error_name(Error(i)), expect[i]) << i;
   EXPECT_EQ(canonical_error(Error::SackBase), "ERROR SackBase");
   EXPECT_EQ(uint8_t(Error::SackBase), 19);
@@ -681,15 +679,15 @@ TEST(FastCodec, R_VAL_1_Check23_RejReserved) {
 
 TEST(FastCodec, R_VAL_1_EarlierCheckWins) {
   Fields f = write_fields(false);
-  f.raw.icrc_xor = 1;       // 17
-  f.flags = 0x0001;         // 18
-  f.raw.payload_length = 3; // 19
+  f.raw.icrc_xor = 1;        // 17
+  f.flags = 0x0001;          // 18
+  f.raw.payload_length = 3;  // 19
   EXPECT_EQ(dec(build(f, kPay8)), Error::Icrc);
 
   f = write_fields(false);
-  f.version = 2;              // 14
-  f.raw.icrc_xor = 1;         // 17
-  f.raw.ipv4_frag = 0x2000;   // 8
+  f.version = 2;             // 14
+  f.raw.icrc_xor = 1;        // 17
+  f.raw.ipv4_frag = 0x2000;  // 8
   EXPECT_EQ(dec(build(f, kPay8)), Error::Fragment);
 
   f = write_fields(false);
@@ -698,9 +696,9 @@ TEST(FastCodec, R_VAL_1_EarlierCheckWins) {
   EXPECT_EQ(dec(build(f, kPay8)), Error::Ipv4Options);
 
   f = write_fields(true);
-  f.udp_dport = 1;                   // 11
-  f.raw.udp_checksum_corrupt = true; // 12
-  f.raw.udp_length = 9;              // 10
+  f.udp_dport = 1;                    // 11
+  f.raw.udp_checksum_corrupt = true;  // 12
+  f.raw.udp_length = 9;               // 10
   EXPECT_EQ(dec(build(f, kPay8)), Error::UdpLength);
 
   f = write_fields(false);
@@ -793,19 +791,45 @@ TEST(FastCodec, Builder_EveryOpcodeInPlace) {
       uint8_t* bth = tpl.begin(buf, data);
       uint8_t* end = nullptr;
       switch (op) {
-        case Opcode::Send: end = put_send(bth, b, dh, 1); break;
-        case Opcode::Write: end = put_write(bth, b, dh, 2, 3); break;
-        case Opcode::WriteImm: end = put_write_imm(bth, b, dh, 2, 3, 4, 5); break;
-        case Opcode::ReadReq: end = put_read_req(bth, b, dh, 2, 3); break;
-        case Opcode::ReadResp: end = put_read_resp(bth, b, dh); break;
-        case Opcode::Ack: end = put_ack(bth, nb, AckFields{}); break;
-        case Opcode::Nak: end = put_nak(bth, nb, 1, 1, 10); break;
-        case Opcode::Probe: end = put_probe(bth, b); break;
-        case Opcode::Connect: end = put_connect(bth, BthFields{}, cf); break;
-        case Opcode::Accept: end = put_accept(bth, nb, cf); break;
-        case Opcode::Reject: end = put_reject(bth, nb, 3); break;
-        case Opcode::Disconnect: end = put_disconnect(bth, nb, 0); break;
-        case Opcode::DisconnectAck: end = put_disconnect_ack(bth, nb); break;
+        case Opcode::Send:
+          end = put_send(bth, b, dh, 1);
+          break;
+        case Opcode::Write:
+          end = put_write(bth, b, dh, 2, 3);
+          break;
+        case Opcode::WriteImm:
+          end = put_write_imm(bth, b, dh, 2, 3, 4, 5);
+          break;
+        case Opcode::ReadReq:
+          end = put_read_req(bth, b, dh, 2, 3);
+          break;
+        case Opcode::ReadResp:
+          end = put_read_resp(bth, b, dh);
+          break;
+        case Opcode::Ack:
+          end = put_ack(bth, nb, AckFields{});
+          break;
+        case Opcode::Nak:
+          end = put_nak(bth, nb, 1, 1, 10);
+          break;
+        case Opcode::Probe:
+          end = put_probe(bth, b);
+          break;
+        case Opcode::Connect:
+          end = put_connect(bth, BthFields{}, cf);
+          break;
+        case Opcode::Accept:
+          end = put_accept(bth, nb, cf);
+          break;
+        case Opcode::Reject:
+          end = put_reject(bth, nb, 3);
+          break;
+        case Opcode::Disconnect:
+          end = put_disconnect(bth, nb, 0);
+          break;
+        case Opcode::DisconnectAck:
+          end = put_disconnect_ack(bth, nb);
+          break;
       }
       ASSERT_EQ(end - buf, ptrdiff_t(tpl.header_len() + kBthLen + opcode_info(uint8_t(op)).ext_len)) << int(op);
       const uint32_t plen = data && op != Opcode::ReadReq ? 16 : 0;
@@ -820,9 +844,7 @@ TEST(FastCodec, Builder_EveryOpcodeInPlace) {
       EXPECT_EQ(v.ecn(), data ? 2 : 0);
       EXPECT_EQ(v.ttl(), 64);
       EXPECT_EQ(v.udp_checksum(), 0);
-      if (!v6) {
-        EXPECT_TRUE(v.ipv4_df());
-      }
+      if (!v6) { EXPECT_TRUE(v.ipv4_df()); }
     }
   }
 }
@@ -833,7 +855,8 @@ TEST(FastCodec, Builder_EveryOpcodeInPlace) {
 TEST(FastCodec, R_VAL_1_PredicatesMatchSpecWording) {
   using pred::NativeOps;
   std::mt19937_64 rng(99);
-  const uint32_t edges[] = {0, 1, 7, 8, 13, 14, 19, 20, 27, 28, 53, 54, 55, 8191, 8192, 8193,
+  const uint32_t edges[] = {0,     1,          7,           8,           13,          14,         19,   20,
+                            27,    28,         53,          54,          55,          8191,       8192, 8193,
                             65535, 0x7FFFFFFF, 0x80000000u, 0x80000001u, 0xFFFFFFF0u, 0xFFFFFFFFu};
   auto pick = [&](int i) -> uint32_t { return i < 22 ? edges[i] : uint32_t(rng()) >> (rng() % 32); };
   for (int i = 0; i < 40; ++i)

@@ -64,15 +64,15 @@ inline rc::Gen<FastPacket> gen_valid_packet_for(Opcode op) {
 
     f.opcode = uint8_t(op);
     if (info.data)
-      f.flags = *rc::gen::element<uint16_t>(0, kFlagAr, kFlagRetx, kFlagVoid, kFlagAr | kFlagRetx,
-                                             kFlagAr | kFlagVoid, kFlagRetx | kFlagVoid,
-                                             kFlagAr | kFlagRetx | kFlagVoid);
+      f.flags = *rc::gen::element<uint16_t>(0, kFlagAr, kFlagRetx, kFlagVoid, kFlagAr | kFlagRetx, kFlagAr | kFlagVoid,
+                                            kFlagRetx | kFlagVoid, kFlagAr | kFlagRetx | kFlagVoid);
     else if (op == Opcode::Probe)
       f.flags = *rc::gen::element<uint16_t>(0, kFlagAr);
     else
       f.flags = 0;
     // [R-HDR-4]: DCID zero exactly on CONNECT
-    f.dcid = op == Opcode::Connect ? 0 : *rc::gen::inRange<uint32_t>(1, 0xFFFFFFFFu) + *rc::gen::element<uint32_t>(0, 1);
+    f.dcid =
+        op == Opcode::Connect ? 0 : *rc::gen::inRange<uint32_t>(1, 0xFFFFFFFFu) + *rc::gen::element<uint32_t>(0, 1);
     f.path_id = info.control ? 0 : *rc::gen::arbitrary<uint16_t>();  // [R-HDR-5]
     f.timestamp = *gen_u32();
 
@@ -83,15 +83,14 @@ inline rc::Gen<FastPacket> gen_valid_packet_for(Opcode op) {
       const bool no_payload = op == Opcode::ReadReq || (f.flags & kFlagVoid);  // [R-HDR-15], [R-HDR-16]
       const uint32_t plen = no_payload ? 0 : *gen_payload_len();
       // [R-HDR-12], [R-HDR-13]: plen <= mlen <= 2^31, offset <= mlen - plen
-      const uint32_t mlen = *rc::gen::weightedOneOf<uint32_t>(
-          {{3, rc::gen::inRange<uint32_t>(plen, plen + 100000)},
-           {1, rc::gen::inRange<uint32_t>(plen, 0x80000000u)},
-           {1, rc::gen::element(uint32_t{plen}, 0x80000000u)}});
+      const uint32_t mlen = *rc::gen::weightedOneOf<uint32_t>({{3, rc::gen::inRange<uint32_t>(plen, plen + 100000)},
+                                                               {1, rc::gen::inRange<uint32_t>(plen, 0x80000000u)},
+                                                               {1, rc::gen::element(uint32_t{plen}, 0x80000000u)}});
       f.msg_length = mlen;
-      f.msg_offset = op == Opcode::ReadReq ? 0
-                                           : *rc::gen::weightedOneOf<uint32_t>(
-                                                 {{3, rc::gen::inRange<uint32_t>(0, mlen - plen + 1)},
-                                                  {1, rc::gen::element(0u, uint32_t{mlen - plen})}});
+      f.msg_offset = op == Opcode::ReadReq
+                         ? 0
+                         : *rc::gen::weightedOneOf<uint32_t>({{3, rc::gen::inRange<uint32_t>(0, mlen - plen + 1)},
+                                                              {1, rc::gen::element(0u, uint32_t{mlen - plen})}});
       p.payload = *rc::gen::container<std::vector<uint8_t>>(plen, rc::gen::arbitrary<uint8_t>());
       f.rsn = *gen_u32();
       f.remote_va = *rc::gen::arbitrary<uint64_t>();
@@ -130,7 +129,8 @@ inline rc::Gen<FastPacket> gen_valid_packet_for(Opcode op) {
     }
     // [R-ENC-7]: zero, or (accepted too) a correct non-zero UDP checksum; [R-ENC-8]: Ethernet padding.
     f.raw.udp_checksum_compute = *rc::gen::weightedOneOf<bool>({{4, rc::gen::just(false)}, {1, rc::gen::just(true)}});
-    f.raw.eth_padding = *rc::gen::weightedOneOf<uint32_t>({{4, rc::gen::just(0u)}, {1, rc::gen::inRange<uint32_t>(1, 24)}});
+    f.raw.eth_padding =
+        *rc::gen::weightedOneOf<uint32_t>({{4, rc::gen::just(0u)}, {1, rc::gen::inRange<uint32_t>(1, 24)}});
     return p;
   });
 }

@@ -17,90 +17,90 @@ constexpr uint64_t kDst2 = 0x10000 + 0x80000;
 bool data_pkt(const ref::Packet& p) { return ref::is_data_opcode(p.opcode); }
 
 void post_write(Pair& net, uint64_t wr, uint32_t len, uint16_t stream = 0, uint64_t off = 0) {
-    net.handle(0, PostWrite{net.conn[0], stream, wr, kSrc + off, len, net.keys[0][0].lkey,
-                            kDst2 + off, net.keys[1][0].rkey, std::nullopt});
+  net.handle(0, PostWrite{net.conn[0], stream, wr, kSrc + off, len, net.keys[0][0].lkey, kDst2 + off,
+                          net.keys[1][0].rkey, std::nullopt});
 }
 
 TEST(ModelWindow, R_PSN_3_OutOfWindowDroppedAndDuplicatesNotPlacedTwice_R_REL_8) {
-    Pair net;
-    net.setup();
-    std::vector<uint8_t> first;
-    bool edit = false;
-    net.filter = [&](int from, const ref::Packet& p, std::vector<uint8_t>& frame) {
-        if (from == 0 && data_pkt(p) && first.empty()) first = frame;
-        (void)edit;
-        return true;
-    };
-    post_write(net, 1, 100);
-    net.run(10000, [&] { return !net.completions[0].empty(); });
-    ASSERT_FALSE(first.empty());
-    const uint64_t placed = net.b().counters().placed_bytes;
-    net.filter = nullptr;
-    // Replay the same frame: a duplicate, ACKed but not placed again.
-    net.apply(1, net.b().handle(net.now(), Receive{first}));
-    EXPECT_EQ(net.b().counters().duplicates, 1u);
-    EXPECT_EQ(net.b().counters().placed_bytes, placed);
-    // Move its PSN far ahead: out of window, dropped and counted, no answer.
-    auto d = ref::decode(first);
-    ref::Packet far = d.packet;
-    far.psn += 1000;
-    std::vector<uint8_t> payload(first.begin() + d.packet.payload_offset,
-                                 first.begin() + d.packet.payload_offset + d.packet.payload_len);
-    const size_t sent_before = net.sent[1].size();
-    net.apply(1, net.b().handle(net.now(), Receive{ref::encode(far, payload)}));
-    EXPECT_EQ(net.b().counters().out_of_window, 1u);
-    EXPECT_EQ(net.sent[1].size(), sent_before);
+  Pair net;
+  net.setup();
+  std::vector<uint8_t> first;
+  bool edit = false;
+  net.filter = [&](int from, const ref::Packet& p, std::vector<uint8_t>& frame) {
+    if (from == 0 && data_pkt(p) && first.empty()) first = frame;
+    (void)edit;
+    return true;
+  };
+  post_write(net, 1, 100);
+  net.run(10000, [&] { return !net.completions[0].empty(); });
+  ASSERT_FALSE(first.empty());
+  const uint64_t placed = net.b().counters().placed_bytes;
+  net.filter = nullptr;
+  // Replay the same frame: a duplicate, ACKed but not placed again.
+  net.apply(1, net.b().handle(net.now(), Receive{first}));
+  EXPECT_EQ(net.b().counters().duplicates, 1u);
+  EXPECT_EQ(net.b().counters().placed_bytes, placed);
+  // Move its PSN far ahead: out of window, dropped and counted, no answer.
+  auto d = ref::decode(first);
+  ref::Packet far = d.packet;
+  far.psn += 1000;
+  std::vector<uint8_t> payload(first.begin() + d.packet.payload_offset,
+                               first.begin() + d.packet.payload_offset + d.packet.payload_len);
+  const size_t sent_before = net.sent[1].size();
+  net.apply(1, net.b().handle(net.now(), Receive{ref::encode(far, payload)}));
+  EXPECT_EQ(net.b().counters().out_of_window, 1u);
+  EXPECT_EQ(net.sent[1].size(), sent_before);
 }
 
 // B only receives, so it never re-paths. Its own route for path 2 is dead in the reverse
 // direction; ACKs must follow A's data route (and A's re-path), not B's own route, or path 2 is
 // never acknowledged again.
 TEST(ModelAck, R_ACK_5_AckTakesTheDataRouteAndFollowsARepath) {
-    Pair net;
-    net.setup();
-    const uint16_t b_own = net.b().path_view(net.conn[1], 2)->route;
-    const uint16_t a_first = net.a().path_view(net.conn[0], 2)->route;
-    std::map<uint16_t, uint16_t> last_data_sport;  // path -> source port of A's latest data/probe
-    ASSERT_NE(b_own, a_first);
-    int acks = 0, mismatched = 0, via_b_own = 0;
-    net.filter = [&](int from, const ref::Packet& p, std::vector<uint8_t>&) {
-        if (from == 0 && p.opcode != ref::Opcode::Ack && p.opcode != ref::Opcode::Nak)
-            last_data_sport[p.path_id] = p.udp_sport;
-        if (from == 1 && p.opcode == ref::Opcode::Ack) {
-            ++acks;
-            mismatched += p.udp_sport != last_data_sport[p.path_id];
-            via_b_own += p.udp_sport == b_own;
-        }
-        // Everything on A's first route of path 2 is lost, both ways, from the start, and so is
-        // everything B sends on its own route of path 2 (under the old rule: every ACK of path 2).
-        return p.udp_sport != a_first && !(from == 1 && p.udp_sport == b_own);
-    };
-    post_write(net, 1, 64 * 4096);
-    net.run(200000, [&] { return !net.completions[0].empty(); });
-    ASSERT_EQ(net.completions[0].size(), 1u);
-    EXPECT_EQ(net.completions[0][0].status, Status::Success);
-    EXPECT_GT(acks, 0);
-    EXPECT_EQ(mismatched, 0);  // no reordering here: every ACK carries the latest data source port
-    EXPECT_EQ(via_b_own, 0);
-    auto v = net.a().path_view(net.conn[0], 2);
-    EXPECT_NE(v->route, a_first);
-    EXPECT_GE(v->repaths, 1u);
-    EXPECT_EQ(v->state, PathState::Active);
+  Pair net;
+  net.setup();
+  const uint16_t b_own = net.b().path_view(net.conn[1], 2)->route;
+  const uint16_t a_first = net.a().path_view(net.conn[0], 2)->route;
+  std::map<uint16_t, uint16_t> last_data_sport;  // path -> source port of A's latest data/probe
+  ASSERT_NE(b_own, a_first);
+  int acks = 0, mismatched = 0, via_b_own = 0;
+  net.filter = [&](int from, const ref::Packet& p, std::vector<uint8_t>&) {
+    if (from == 0 && p.opcode != ref::Opcode::Ack && p.opcode != ref::Opcode::Nak)
+      last_data_sport[p.path_id] = p.udp_sport;
+    if (from == 1 && p.opcode == ref::Opcode::Ack) {
+      ++acks;
+      mismatched += p.udp_sport != last_data_sport[p.path_id];
+      via_b_own += p.udp_sport == b_own;
+    }
+    // Everything on A's first route of path 2 is lost, both ways, from the start, and so is
+    // everything B sends on its own route of path 2 (under the old rule: every ACK of path 2).
+    return p.udp_sport != a_first && !(from == 1 && p.udp_sport == b_own);
+  };
+  post_write(net, 1, 64 * 4096);
+  net.run(200000, [&] { return !net.completions[0].empty(); });
+  ASSERT_EQ(net.completions[0].size(), 1u);
+  EXPECT_EQ(net.completions[0][0].status, Status::Success);
+  EXPECT_GT(acks, 0);
+  EXPECT_EQ(mismatched, 0);  // no reordering here: every ACK carries the latest data source port
+  EXPECT_EQ(via_b_own, 0);
+  auto v = net.a().path_view(net.conn[0], 2);
+  EXPECT_NE(v->route, a_first);
+  EXPECT_GE(v->repaths, 1u);
+  EXPECT_EQ(v->state, PathState::Active);
 }
 
 TEST(ModelConn, R_CONN_7_GracefulCloseFlushesPeerReceives) {
-    Pair net;
-    net.setup();
-    net.handle(1, PostRecv{net.conn[1], 0, 5, kDst2, 10, net.keys[1][0].lkey});
-    post_write(net, 1, 9000);
-    net.handle(0, Close{net.conn[0], false});
-    net.run(net.now() + 5000, [&] { return net.completions[1].size() == 1; });
-    ASSERT_EQ(net.completions[0].size(), 1u);
-    EXPECT_EQ(net.completions[0][0].status, Status::Success);  // waited for outstanding work
-    ASSERT_EQ(net.completions[1].size(), 1u);
-    EXPECT_EQ(net.completions[1][0].status, Status::Flushed);
-    EXPECT_EQ(net.a().connection_state(net.conn[0]), ConnState::Closed);
-    EXPECT_EQ(net.b().connection_state(net.conn[1]), ConnState::Closed);
+  Pair net;
+  net.setup();
+  net.handle(1, PostRecv{net.conn[1], 0, 5, kDst2, 10, net.keys[1][0].lkey});
+  post_write(net, 1, 9000);
+  net.handle(0, Close{net.conn[0], false});
+  net.run(net.now() + 5000, [&] { return net.completions[1].size() == 1; });
+  ASSERT_EQ(net.completions[0].size(), 1u);
+  EXPECT_EQ(net.completions[0][0].status, Status::Success);  // waited for outstanding work
+  ASSERT_EQ(net.completions[1].size(), 1u);
+  EXPECT_EQ(net.completions[1][0].status, Status::Flushed);
+  EXPECT_EQ(net.a().connection_state(net.conn[0]), ConnState::Closed);
+  EXPECT_EQ(net.b().connection_state(net.conn[1]), ConnState::Closed);
 }
 
 }  // namespace
@@ -110,141 +110,140 @@ namespace mroce::model::testing {
 namespace {
 
 TEST(ModelSecurity, R_CONN_9_UnknownDcidDropped_R_PATH_1_BadPathDropped) {
-    Pair net;
-    net.setup();
-    std::vector<uint8_t> frame;
-    net.filter = [&](int from, const ref::Packet& p, std::vector<uint8_t>& f) {
-        if (from == 0 && ref::is_data_opcode(p.opcode) && frame.empty()) frame = f;
-        return true;
-    };
-    net.handle(0, PostWrite{net.conn[0], 0, 1, 0x10000, 100, net.keys[0][0].lkey, 0x90000,
-                            net.keys[1][0].rkey, std::nullopt});
-    net.run(net.now() + 5000, [&] { return !net.completions[0].empty(); });
-    ASSERT_FALSE(frame.empty());
-    auto d = ref::decode(frame);
-    std::vector<uint8_t> payload(frame.begin() + d.packet.payload_offset,
-                                 frame.begin() + d.packet.payload_offset + d.packet.payload_len);
-    ref::Packet p = d.packet;
-    p.dcid = 0xDEADBEEF;
-    const size_t sent = net.sent[1].size();
-    net.apply(1, net.b().handle(net.now(), Receive{ref::encode(p, payload)}));
-    EXPECT_EQ(net.b().counters().unknown_dcid, 1u);
-    p = d.packet;
-    p.path_id = 4;  // negotiated P = 4
-    p.psn += 1;
-    net.apply(1, net.b().handle(net.now(), Receive{ref::encode(p, payload)}));
-    EXPECT_EQ(net.b().counters().bad_path, 1u);
-    EXPECT_EQ(net.sent[1].size(), sent);  // neither answered
+  Pair net;
+  net.setup();
+  std::vector<uint8_t> frame;
+  net.filter = [&](int from, const ref::Packet& p, std::vector<uint8_t>& f) {
+    if (from == 0 && ref::is_data_opcode(p.opcode) && frame.empty()) frame = f;
+    return true;
+  };
+  net.handle(
+      0, PostWrite{net.conn[0], 0, 1, 0x10000, 100, net.keys[0][0].lkey, 0x90000, net.keys[1][0].rkey, std::nullopt});
+  net.run(net.now() + 5000, [&] { return !net.completions[0].empty(); });
+  ASSERT_FALSE(frame.empty());
+  auto d = ref::decode(frame);
+  std::vector<uint8_t> payload(frame.begin() + d.packet.payload_offset,
+                               frame.begin() + d.packet.payload_offset + d.packet.payload_len);
+  ref::Packet p = d.packet;
+  p.dcid = 0xDEADBEEF;
+  const size_t sent = net.sent[1].size();
+  net.apply(1, net.b().handle(net.now(), Receive{ref::encode(p, payload)}));
+  EXPECT_EQ(net.b().counters().unknown_dcid, 1u);
+  p = d.packet;
+  p.path_id = 4;  // negotiated P = 4
+  p.psn += 1;
+  net.apply(1, net.b().handle(net.now(), Receive{ref::encode(p, payload)}));
+  EXPECT_EQ(net.b().counters().bad_path, 1u);
+  EXPECT_EQ(net.sent[1].size(), sent);  // neither answered
 }
 
 // [R-ACK-10]: an ACK or NAK naming a PSN never sent acts on nothing (before it, an ACK with CPSN
 // beyond SNXT completed a Write whose data had all been lost). The engine's side of this and the
 // rules below is properties/engine/peer_trust_test.cpp.
 TEST(ModelSecurity, R_ACK_10_AnAckBeyondSnxtAcknowledgesNothing) {
-    Pair net;
-    net.setup();
-    std::vector<uint8_t> ack_frame;
-    bool drop_data = false;
-    net.filter = [&](int from, const ref::Packet& p, std::vector<uint8_t>& f) {
-        if (from == 1 && p.opcode == ref::Opcode::Ack) ack_frame = f;
-        return !(drop_data && from == 0 && data_pkt(p));
-    };
-    net.fill(0, kSrc, 65536, 7);
-    post_write(net, 1, 4096);
-    net.run(net.now() + 2000, [&] { return net.completions[0].size() == 1; });
-    ASSERT_FALSE(ack_frame.empty());
-    const ref::Packet ack = ref::decode(ack_frame).packet;
-    drop_data = true;
-    post_write(net, 2, 32768, 0, 4096);
-    net.run(net.now() + 3);
-    ref::Packet beyond = ack;
-    beyond.cpsn = ack.cpsn + 1000;
-    net.apply(0, net.a().handle(net.now(), Receive{ref::encode(beyond, {})}));
-    ref::Packet sack_beyond = ack;
-    sack_beyond.sack = {};
-    sack_beyond.sack[31] = 0x01;  // bit 255: PSN CPSN + 256, never sent
-    net.apply(0, net.a().handle(net.now(), Receive{ref::encode(sack_beyond, {})}));
-    ref::Packet nak = ack;
-    nak.opcode = ref::Opcode::Nak;
-    nak.nak_psn = ack.cpsn + 1000;
-    nak.nak_code = uint8_t(ref::NakCode::RemoteAccess);
-    nak.nak_detail = 0;
-    net.apply(0, net.a().handle(net.now(), Receive{ref::encode(nak, {})}));
-    EXPECT_EQ(net.a().counters().invalid_acks, 2u);
-    EXPECT_EQ(net.a().counters().sack_beyond_snxt, 1u);
-    EXPECT_EQ(net.a().counters().naks_received, 0u);
-    EXPECT_EQ(net.completions[0].size(), 1u) << "a forged ACK completed a Write whose bytes never arrived";
-    drop_data = false;
-    net.run(net.now() + 200000, [&] { return net.completions[0].size() == 2; });
-    ASSERT_EQ(net.completions[0].size(), 2u);
-    EXPECT_EQ(net.completions[0][1].status, Status::Success);
-    EXPECT_EQ(net.mem(0, kSrc + 4096, 32768), net.mem(1, kDst2 + 4096, 32768));
+  Pair net;
+  net.setup();
+  std::vector<uint8_t> ack_frame;
+  bool drop_data = false;
+  net.filter = [&](int from, const ref::Packet& p, std::vector<uint8_t>& f) {
+    if (from == 1 && p.opcode == ref::Opcode::Ack) ack_frame = f;
+    return !(drop_data && from == 0 && data_pkt(p));
+  };
+  net.fill(0, kSrc, 65536, 7);
+  post_write(net, 1, 4096);
+  net.run(net.now() + 2000, [&] { return net.completions[0].size() == 1; });
+  ASSERT_FALSE(ack_frame.empty());
+  const ref::Packet ack = ref::decode(ack_frame).packet;
+  drop_data = true;
+  post_write(net, 2, 32768, 0, 4096);
+  net.run(net.now() + 3);
+  ref::Packet beyond = ack;
+  beyond.cpsn = ack.cpsn + 1000;
+  net.apply(0, net.a().handle(net.now(), Receive{ref::encode(beyond, {})}));
+  ref::Packet sack_beyond = ack;
+  sack_beyond.sack = {};
+  sack_beyond.sack[31] = 0x01;  // bit 255: PSN CPSN + 256, never sent
+  net.apply(0, net.a().handle(net.now(), Receive{ref::encode(sack_beyond, {})}));
+  ref::Packet nak = ack;
+  nak.opcode = ref::Opcode::Nak;
+  nak.nak_psn = ack.cpsn + 1000;
+  nak.nak_code = uint8_t(ref::NakCode::RemoteAccess);
+  nak.nak_detail = 0;
+  net.apply(0, net.a().handle(net.now(), Receive{ref::encode(nak, {})}));
+  EXPECT_EQ(net.a().counters().invalid_acks, 2u);
+  EXPECT_EQ(net.a().counters().sack_beyond_snxt, 1u);
+  EXPECT_EQ(net.a().counters().naks_received, 0u);
+  EXPECT_EQ(net.completions[0].size(), 1u) << "a forged ACK completed a Write whose bytes never arrived";
+  drop_data = false;
+  net.run(net.now() + 200000, [&] { return net.completions[0].size() == 2; });
+  ASSERT_EQ(net.completions[0].size(), 2u);
+  EXPECT_EQ(net.completions[0][1].status, Status::Success);
+  EXPECT_EQ(net.mem(0, kSrc + 4096, 32768), net.mem(1, kDst2 + 4096, 32768));
 }
 
 // [R-SEC-10]: a DISCONNECT from another address, or over the other IP version, closes nothing.
 TEST(ModelSecurity, R_SEC_10_ADisconnectFromAnotherAddressClosesNothing) {
-    Pair net;
-    net.setup();
-    std::vector<uint8_t> ack_frame;
-    net.filter = [&](int from, const ref::Packet& p, std::vector<uint8_t>& f) {
-        if (from == 1 && p.opcode == ref::Opcode::Ack) ack_frame = f;
-        return true;
-    };
-    post_write(net, 1, 4096);
-    net.run(net.now() + 2000, [&] { return net.completions[0].size() == 1; });
-    ASSERT_FALSE(ack_frame.empty());
-    ref::Packet real = ref::decode(ack_frame).packet;
-    real.opcode = ref::Opcode::Disconnect;
-    real.flags = 0;
-    real.reason = 0;
-    ref::Packet foreign = real;
-    foreign.ip_src[3] = 99;
-    net.apply(0, net.a().handle(net.now(), Receive{ref::encode(foreign, {})}));
-    EXPECT_EQ(net.a().counters().foreign_source, 1u);
-    EXPECT_EQ(net.a().connection_state(net.conn[0]), ConnState::Established);
-    // Canary: from the peer's address it does close.
-    net.apply(0, net.a().handle(net.now(), Receive{ref::encode(real, {})}));
-    EXPECT_NE(net.a().connection_state(net.conn[0]), ConnState::Established);
+  Pair net;
+  net.setup();
+  std::vector<uint8_t> ack_frame;
+  net.filter = [&](int from, const ref::Packet& p, std::vector<uint8_t>& f) {
+    if (from == 1 && p.opcode == ref::Opcode::Ack) ack_frame = f;
+    return true;
+  };
+  post_write(net, 1, 4096);
+  net.run(net.now() + 2000, [&] { return net.completions[0].size() == 1; });
+  ASSERT_FALSE(ack_frame.empty());
+  ref::Packet real = ref::decode(ack_frame).packet;
+  real.opcode = ref::Opcode::Disconnect;
+  real.flags = 0;
+  real.reason = 0;
+  ref::Packet foreign = real;
+  foreign.ip_src[3] = 99;
+  net.apply(0, net.a().handle(net.now(), Receive{ref::encode(foreign, {})}));
+  EXPECT_EQ(net.a().counters().foreign_source, 1u);
+  EXPECT_EQ(net.a().connection_state(net.conn[0]), ConnState::Established);
+  // Canary: from the peer's address it does close.
+  net.apply(0, net.a().handle(net.now(), Receive{ref::encode(real, {})}));
+  EXPECT_NE(net.a().connection_state(net.conn[0]), ConnState::Established);
 }
 
 // [R-CONN-3]: an ACCEPT above the initiator's offer is dropped and counted; the real one still counts.
 TEST(ModelSecurity, R_CONN_3_AnAcceptAboveTheOfferIsDropped) {
-    Pair net;
-    std::vector<uint8_t> accept_frame;
-    net.filter = [&](int from, const ref::Packet& p, std::vector<uint8_t>& f) {
-        if (from == 1 && p.opcode == ref::Opcode::Accept) {
-            accept_frame = f;
-            return false;
-        }
-        return true;
-    };
-    net.handle(0, Connect{net.b().config().self});
-    net.run(net.now() + 10);
-    ASSERT_FALSE(accept_frame.empty());
-    const ref::Packet real = ref::decode(accept_frame).packet;
-    ref::Packet big = real;
-    big.path_count = uint16_t(net.a().config().path_count + 1);
-    big.max_payload = 8192;
-    net.apply(0, net.a().handle(net.now(), Receive{ref::encode(big, {})}));
-    EXPECT_EQ(net.a().counters().bad_accepts, 1u);
-    EXPECT_EQ(net.conn[0], 0u);
-    net.apply(0, net.a().handle(net.now(), Receive{accept_frame}));
-    ASSERT_NE(net.conn[0], 0u);
-    EXPECT_EQ(net.a().path_count(net.conn[0]), std::min(net.a().config().path_count, net.b().config().path_count));
+  Pair net;
+  std::vector<uint8_t> accept_frame;
+  net.filter = [&](int from, const ref::Packet& p, std::vector<uint8_t>& f) {
+    if (from == 1 && p.opcode == ref::Opcode::Accept) {
+      accept_frame = f;
+      return false;
+    }
+    return true;
+  };
+  net.handle(0, Connect{net.b().config().self});
+  net.run(net.now() + 10);
+  ASSERT_FALSE(accept_frame.empty());
+  const ref::Packet real = ref::decode(accept_frame).packet;
+  ref::Packet big = real;
+  big.path_count = uint16_t(net.a().config().path_count + 1);
+  big.max_payload = 8192;
+  net.apply(0, net.a().handle(net.now(), Receive{ref::encode(big, {})}));
+  EXPECT_EQ(net.a().counters().bad_accepts, 1u);
+  EXPECT_EQ(net.conn[0], 0u);
+  net.apply(0, net.a().handle(net.now(), Receive{accept_frame}));
+  ASSERT_NE(net.conn[0], 0u);
+  EXPECT_EQ(net.a().path_count(net.conn[0]), std::min(net.a().config().path_count, net.b().config().path_count));
 }
 
 TEST(ModelSecurity, R_MEM_2_DeregisteredKeyRefused) {
-    Pair net;
-    net.setup();
-    net.handle(1, RegisterMemory{0x200000, 4096, access::kRemoteWrite | access::kLocalWrite});
-    ASSERT_EQ(net.keys[1].size(), 2u);
-    const auto k = net.keys[1][1];
-    net.handle(1, DeregisterMemory{k.lkey});
-    net.handle(0, PostWrite{net.conn[0], 0, 1, 0x10000, 100, net.keys[0][0].lkey, 0x200000, k.rkey,
-                            std::nullopt});
-    net.run(net.now() + 5000, [&] { return !net.completions[0].empty(); });
-    ASSERT_EQ(net.completions[0].size(), 1u);
-    EXPECT_EQ(net.completions[0][0].status, Status::RemoteAccess);
+  Pair net;
+  net.setup();
+  net.handle(1, RegisterMemory{0x200000, 4096, access::kRemoteWrite | access::kLocalWrite});
+  ASSERT_EQ(net.keys[1].size(), 2u);
+  const auto k = net.keys[1][1];
+  net.handle(1, DeregisterMemory{k.lkey});
+  net.handle(0, PostWrite{net.conn[0], 0, 1, 0x10000, 100, net.keys[0][0].lkey, 0x200000, k.rkey, std::nullopt});
+  net.run(net.now() + 5000, [&] { return !net.completions[0].empty(); });
+  ASSERT_EQ(net.completions[0].size(), 1u);
+  EXPECT_EQ(net.completions[0][0].status, Status::RemoteAccess);
 }
 
 }  // namespace

@@ -18,20 +18,15 @@ using test::Frame;
 using test::rd16;
 using test::rd32;
 
-std::string outcome(const DecodeResult& r) {
-  return r.ok() ? "OK" : std::string(error_name(*r.error));
-}
+std::string outcome(const DecodeResult& r) { return r.ok() ? "OK" : std::string(error_name(*r.error)); }
 
 // Expected frame size, from section 2 and table 3.2.
 size_t expected_frame_size(const Packet& p) {
-  return 14 + (p.ipv6 ? 40 : 20) + 8 + 16 + gen_detail::table_3_2_extension_length(p.opcode) +
-         p.payload_len + 4;
+  return 14 + (p.ipv6 ? 40 : 20) + 8 + 16 + gen_detail::table_3_2_extension_length(p.opcode) + p.payload_len + 4;
 }
 
 // The bytes a re-encoding must reproduce: the frame up to the end of the IP packet ([R-VAL-4]).
-Frame ip_packet_prefix(const Frame& f) {
-  return Frame(f.begin(), f.begin() + static_cast<long>(test::ip_end(f)));
-}
+Frame ip_packet_prefix(const Frame& f) { return Frame(f.begin(), f.begin() + static_cast<long>(test::ip_end(f))); }
 
 // ---------------------------------------------------------------------------------------------
 // encode -> decode is the identity, for every opcode ([R-VAL-4])
@@ -47,21 +42,19 @@ void check_encode_decode_identity(Opcode op) {
   // The ICRC: the last 4 bytes, CRC-32C of the UDP payload before them ([R-HDR-28]).
   const size_t bth = test::bth_off(f);
   RC_ASSERT(r.packet.icrc == rd32(f, f.size() - 4));
-  RC_ASSERT(r.packet.icrc ==
-            crc32c(std::span<const uint8_t>(f).subspan(bth, f.size() - 4 - bth)));
+  RC_ASSERT(r.packet.icrc == crc32c(std::span<const uint8_t>(f).subspan(bth, f.size() - 4 - bth)));
   Packet got = r.packet;
   got.icrc = 0;
   RC_ASSERT(got == p);
   // The payload bytes sit where payload_offset says.
-  RC_ASSERT(std::equal(payload.begin(), payload.end(),
-                       f.begin() + static_cast<long>(r.packet.payload_offset)));
+  RC_ASSERT(std::equal(payload.begin(), payload.end(), f.begin() + static_cast<long>(r.packet.payload_offset)));
 }
 
 TEST(RefCodecProp, R_VAL_4_EncodeDecodeIdentityEveryOpcode) {
   for (const Opcode op : all_opcodes()) {
-    EXPECT_TRUE(rc::check("encode->decode identity, " + std::string(opcode_name(op)),
-                          [op] { check_encode_decode_identity(op); }))
-        << opcode_name(op);
+    EXPECT_TRUE(rc::check("encode->decode identity, " + std::string(opcode_name(op)), [op] {
+      check_encode_decode_identity(op);
+    })) << opcode_name(op);
   }
 }
 
@@ -104,14 +97,13 @@ RC_GTEST_PROP(RefCodecProp, R_VAL_4_DecodeEncodeReproducesBytes, ()) {
   const auto [p, payload] = *gen_valid_packet_with_payload();
   const bool with_checksum = *rc::gen::arbitrary<bool>();
   const Frame f = encode(p, payload, with_checksum);
-  const auto padding = *rc::gen::container<std::vector<uint8_t>>(
-      *rc::gen::inRange<size_t>(0, 64), rc::gen::arbitrary<uint8_t>());
+  const auto padding =
+      *rc::gen::container<std::vector<uint8_t>>(*rc::gen::inRange<size_t>(0, 64), rc::gen::arbitrary<uint8_t>());
   Frame padded = f;
   padded.insert(padded.end(), padding.begin(), padding.end());
   const DecodeResult r = decode(padded);
   RC_ASSERT(outcome(r) == "OK");
-  const auto view = std::span<const uint8_t>(padded).subspan(r.packet.payload_offset,
-                                                             r.packet.payload_len);
+  const auto view = std::span<const uint8_t>(padded).subspan(r.packet.payload_offset, r.packet.payload_len);
   RC_ASSERT(encode(r.packet, view, r.packet.udp_checksum != 0) == f);
 }
 
@@ -144,8 +136,8 @@ RC_GTEST_PROP(RefCodecProp, R_VAL_2_ArbitraryBytesNeverCrash, (const std::vector
 RC_GTEST_PROP(RefCodecProp, R_VAL_2_ArbitraryTransportNeverCrashes, ()) {
   const auto [p, payload] = *gen_valid_packet_with_payload();
   Frame f = encode(p, payload);
-  const auto tail = *rc::gen::container<std::vector<uint8_t>>(
-      *rc::gen::inRange<size_t>(0, 200), rc::gen::arbitrary<uint8_t>());
+  const auto tail =
+      *rc::gen::container<std::vector<uint8_t>>(*rc::gen::inRange<size_t>(0, 200), rc::gen::arbitrary<uint8_t>());
   test::resize_transport(f, tail.size());
   std::copy(tail.begin(), tail.end(), f.begin() + static_cast<long>(test::bth_off(f)));
   if (*rc::gen::arbitrary<bool>() && tail.size() >= 4) test::fix_icrc(f);
@@ -181,15 +173,12 @@ RC_GTEST_PROP(RefCodecProp, R_VAL_4_MutatedFramesRejectedOrFaithful, ()) {
   RC_ASSERT((line.rfind("ERROR ", 0) == 0) == !r.ok());
   if (!r.ok()) return;
   RC_TAG(std::string(opcode_name(r.packet.opcode)));
-  const auto view = std::span<const uint8_t>(f).subspan(r.packet.payload_offset,
-                                                        r.packet.payload_len);
+  const auto view = std::span<const uint8_t>(f).subspan(r.packet.payload_offset, r.packet.payload_len);
   Frame again = encode(r.packet, view, r.packet.udp_checksum != 0);
   const Frame original = ip_packet_prefix(f);
   // The one accepted difference: an IPv4 header checksum of 0xFFFF where the sum of the other
   // words is 0xFFFF verifies (RFC 1071) but is re-encoded as 0x0000.
-  if (!r.packet.ipv6 && rd16(original, 24) == 0xFFFF && rd16(again, 24) == 0x0000) {
-    test::wr16(again, 24, 0xFFFF);
-  }
+  if (!r.packet.ipv6 && rd16(original, 24) == 0xFFFF && rd16(again, 24) == 0x0000) { test::wr16(again, 24, 0xFFFF); }
   RC_ASSERT(again == original);
 }
 
@@ -219,14 +208,12 @@ RC_GTEST_PROP(RefCodecProp, R_HDR_13_RangeRule, ()) {
   Packet p = *gen_valid_packet(op);
   p.flags = 0;
   p.msg_length = *gen_detail::u32_edgy();
-  p.msg_offset = *rc::gen::oneOf(gen_detail::u32_edgy(),
-                                 rc::gen::just(p.msg_length),
-                                 rc::gen::just(p.msg_length - 1),
+  p.msg_offset = *rc::gen::oneOf(gen_detail::u32_edgy(), rc::gen::just(p.msg_length), rc::gen::just(p.msg_length - 1),
                                  rc::gen::just(p.msg_length - 8));
-  const std::vector<uint8_t> payload = *rc::gen::container<std::vector<uint8_t>>(
-      *rc::gen::inRange<size_t>(0, 17), rc::gen::arbitrary<uint8_t>());
-  const bool in_range = p.msg_length <= 0x80000000u &&
-                        uint64_t{p.msg_offset} + payload.size() <= uint64_t{p.msg_length};
+  const std::vector<uint8_t> payload =
+      *rc::gen::container<std::vector<uint8_t>>(*rc::gen::inRange<size_t>(0, 17), rc::gen::arbitrary<uint8_t>());
+  const bool in_range =
+      p.msg_length <= 0x80000000u && uint64_t{p.msg_offset} + payload.size() <= uint64_t{p.msg_length};
   RC_ASSERT(outcome(decode(encode(p, payload))) == (in_range ? "OK" : "Range"));
 }
 
@@ -245,8 +232,8 @@ RC_GTEST_PROP(RefCodecProp, R_HDR_26_ConnRanges, ()) {
   p.max_payload = *u16();
   p.window_cap = *u16();
   const bool ok = p.scid != 0 && p.path_count >= 1 && p.path_count <= 256 && p.stream_count >= 1 &&
-                  p.max_payload >= 256 && p.max_payload <= 8192 && p.max_payload % 64 == 0 &&
-                  p.window_cap >= 1 && p.window_cap <= 256;
+                  p.max_payload >= 256 && p.max_payload <= 8192 && p.max_payload % 64 == 0 && p.window_cap >= 1 &&
+                  p.window_cap <= 256;
   RC_ASSERT(outcome(decode(encode(p, {}))) == (ok ? "OK" : "Range"));
 }
 

@@ -47,9 +47,7 @@ std::vector<uint8_t> bytes_of(const char* s) {
 // CRC-32C, names, tables
 // -------------------------------------------------------------------------------------------
 
-TEST(RefCodec, R_HDR_28_Crc32cCheckValue) {
-  EXPECT_EQ(crc32c(bytes_of("123456789")), 0xE3069283u);
-}
+TEST(RefCodec, R_HDR_28_Crc32cCheckValue) { EXPECT_EQ(crc32c(bytes_of("123456789")), 0xE3069283u); }
 
 TEST(RefCodec, R_HDR_28_Crc32cIscsiVectors) {
   // RFC 3720 appendix B.4 (the CRC bytes there are listed least significant first).
@@ -66,14 +64,11 @@ TEST(RefCodec, R_HDR_28_Crc32cIscsiVectors) {
 }
 
 TEST(RefCodec, Section4_ErrorKindNamesInOrder) {
-  const std::vector<std::string> names = {
-      "Truncated", "EtherType",   "IpVersion", "Ipv4Options",     "IpLength",
-      "Ipv4Checksum", "Fragment", "NotUdp",    "UdpLength",       "UdpPort",
-      "UdpChecksum", "TransportLength", "Version", "Opcode",      "Icrc",
-      "Reserved",  "PayloadLength", "Range",   "SackBase"};
-  for (size_t i = 0; i < names.size(); ++i) {
-    EXPECT_EQ(error_name(static_cast<ErrorKind>(i)), names[i]) << i;
-  }
+  const std::vector<std::string> names = {"Truncated",    "EtherType",       "IpVersion", "Ipv4Options", "IpLength",
+                                          "Ipv4Checksum", "Fragment",        "NotUdp",    "UdpLength",   "UdpPort",
+                                          "UdpChecksum",  "TransportLength", "Version",   "Opcode",      "Icrc",
+                                          "Reserved",     "PayloadLength",   "Range",     "SackBase"};
+  for (size_t i = 0; i < names.size(); ++i) { EXPECT_EQ(error_name(static_cast<ErrorKind>(i)), names[i]) << i; }
   EXPECT_EQ(error_name(static_cast<ErrorKind>(names.size())), "UNKNOWN");
 }
 
@@ -84,14 +79,13 @@ TEST(RefCodec, Table_3_2_OpcodeValuesNamesAndSizes) {
     uint32_t ext;
     bool data, control;
   };
-  const std::vector<Row> table = {
-      {0x01, "SEND", 24, true, false},       {0x02, "WRITE", 32, true, false},
-      {0x03, "WRITE_IMM", 40, true, false},  {0x04, "READ_REQ", 32, true, false},
-      {0x05, "READ_RESP", 20, true, false},  {0x10, "ACK", 48, false, false},
-      {0x11, "NAK", 8, false, false},        {0x12, "PROBE", 0, false, false},
-      {0x20, "CONNECT", 16, false, true},    {0x21, "ACCEPT", 16, false, true},
-      {0x22, "REJECT", 4, false, true},      {0x23, "DISCONNECT", 4, false, true},
-      {0x24, "DISCONNECT_ACK", 0, false, true}};
+  const std::vector<Row> table = {{0x01, "SEND", 24, true, false},         {0x02, "WRITE", 32, true, false},
+                                  {0x03, "WRITE_IMM", 40, true, false},    {0x04, "READ_REQ", 32, true, false},
+                                  {0x05, "READ_RESP", 20, true, false},    {0x10, "ACK", 48, false, false},
+                                  {0x11, "NAK", 8, false, false},          {0x12, "PROBE", 0, false, false},
+                                  {0x20, "CONNECT", 16, false, true},      {0x21, "ACCEPT", 16, false, true},
+                                  {0x22, "REJECT", 4, false, true},        {0x23, "DISCONNECT", 4, false, true},
+                                  {0x24, "DISCONNECT_ACK", 0, false, true}};
   int known = 0;
   for (int v = 0; v < 256; ++v) {
     const Opcode op = static_cast<Opcode>(v);
@@ -297,8 +291,7 @@ TEST(RefCodec, R_ENC_7_GoldenUdpChecksumIpv6) {
   const DecodeResult r = decode(golden);
   ASSERT_TRUE(r.ok()) << error_name(*r.error);
   EXPECT_EQ(r.packet.udp_checksum, 0xCC99);
-  EXPECT_NE(canonical(r, golden).find("UDP sport=49153 dport=4793 len=76 csum=0xcc99 |"),
-            std::string::npos);
+  EXPECT_NE(canonical(r, golden).find("UDP sport=49153 dport=4793 len=76 csum=0xcc99 |"), std::string::npos);
   // One off is rejected.
   wr16(golden, 54 + 6, 0xCC98);
   EXPECT_EQ(outcome(golden), "UdpChecksum");
@@ -314,8 +307,7 @@ TEST(RefCodec, AppendixC_CanonicalEveryOpcode) {
   const std::string ip_ctl = "IPV4 src=10.0.0.1 dst=10.0.0.2 dscp=48 ecn=0 id=0x0102 df=1 ttl=64 | ";
   const std::string dh = "DH psn=0xfffffffe stream=2 plen=16 msn=7 mlen=10000 moff=4096 | ";
   const std::string reth = "RETH va=0x0000000000001000 rkey=0x00000100 | ";
-  const std::string conn =
-      "CONN scid=0x00000002 isn=0xfffffff0 paths=4 streams=8 maxpay=4096 wcap=256 | ";
+  const std::string conn = "CONN scid=0x00000002 isn=0xfffffff0 paths=4 streams=8 maxpay=4096 wcap=256 | ";
   struct Case {
     Opcode op;
     std::string expected_without_icrc;
@@ -325,41 +317,36 @@ TEST(RefCodec, AppendixC_CanonicalEveryOpcode) {
                          "BTH ver=1 op=SEND flags=- dcid=0x11223344 path=3 ts=1234 | " + dh +
                          "SEND rsn=3 | PAYLOAD off=82 len=16 | "},
       {Opcode::Write, eth + ip_data + "UDP sport=49152 dport=4793 len=76 csum=0x0000 | " +
-                          "BTH ver=1 op=WRITE flags=- dcid=0x11223344 path=3 ts=1234 | " + dh +
-                          reth + "PAYLOAD off=90 len=16 | "},
+                          "BTH ver=1 op=WRITE flags=- dcid=0x11223344 path=3 ts=1234 | " + dh + reth +
+                          "PAYLOAD off=90 len=16 | "},
       {Opcode::WriteImm, eth + ip_data + "UDP sport=49152 dport=4793 len=84 csum=0x0000 | " +
-                             "BTH ver=1 op=WRITE_IMM flags=- dcid=0x11223344 path=3 ts=1234 | " +
-                             dh + reth + "IMM rsn=3 imm=0xdeadbeef | PAYLOAD off=98 len=16 | "},
+                             "BTH ver=1 op=WRITE_IMM flags=- dcid=0x11223344 path=3 ts=1234 | " + dh + reth +
+                             "IMM rsn=3 imm=0xdeadbeef | PAYLOAD off=98 len=16 | "},
       {Opcode::ReadReq, eth + ip_data + "UDP sport=49152 dport=4793 len=60 csum=0x0000 | " +
                             "BTH ver=1 op=READ_REQ flags=- dcid=0x11223344 path=3 ts=1234 | " +
                             "DH psn=0xfffffffe stream=2 plen=0 msn=7 mlen=10000 moff=0 | " + reth +
                             "PAYLOAD off=90 len=0 | "},
       {Opcode::ReadResp, eth + ip_data + "UDP sport=49152 dport=4793 len=64 csum=0x0000 | " +
-                             "BTH ver=1 op=READ_RESP flags=- dcid=0x11223344 path=3 ts=1234 | " +
-                             dh + "PAYLOAD off=78 len=16 | "},
+                             "BTH ver=1 op=READ_RESP flags=- dcid=0x11223344 path=3 ts=1234 | " + dh +
+                             "PAYLOAD off=78 len=16 | "},
       {Opcode::Ack, eth + ip_ctl + "UDP sport=49152 dport=4793 len=76 csum=0x0000 | " +
                         "BTH ver=1 op=ACK flags=- dcid=0x11223344 path=3 ts=1234 | " +
-                        "AETH cpsn=0x00000009 ce=1 tse=1200 hint=50000 sack=40" +
-                        std::string(62, '0') + " | "},
+                        "AETH cpsn=0x00000009 ce=1 tse=1200 hint=50000 sack=40" + std::string(62, '0') + " | "},
       {Opcode::Nak, eth + ip_ctl + "UDP sport=49152 dport=4793 len=36 csum=0x0000 | " +
                         "BTH ver=1 op=NAK flags=- dcid=0x11223344 path=3 ts=1234 | " +
                         "NAK psn=0x00000009 code=RNR detail=10 | "},
       {Opcode::Probe, eth + ip_ctl + "UDP sport=49152 dport=4793 len=28 csum=0x0000 | " +
                           "BTH ver=1 op=PROBE flags=- dcid=0x11223344 path=3 ts=1234 | "},
       {Opcode::Connect, eth + ip_ctl + "UDP sport=49152 dport=4793 len=44 csum=0x0000 | " +
-                            "BTH ver=1 op=CONNECT flags=- dcid=0x00000000 path=0 ts=1234 | " +
-                            conn},
+                            "BTH ver=1 op=CONNECT flags=- dcid=0x00000000 path=0 ts=1234 | " + conn},
       {Opcode::Accept, eth + ip_ctl + "UDP sport=49152 dport=4793 len=44 csum=0x0000 | " +
                            "BTH ver=1 op=ACCEPT flags=- dcid=0x11223344 path=0 ts=1234 | " + conn},
       {Opcode::Reject, eth + ip_ctl + "UDP sport=49152 dport=4793 len=32 csum=0x0000 | " +
-                           "BTH ver=1 op=REJECT flags=- dcid=0x11223344 path=0 ts=1234 | " +
-                           "REJ reason=1 | "},
+                           "BTH ver=1 op=REJECT flags=- dcid=0x11223344 path=0 ts=1234 | " + "REJ reason=1 | "},
       {Opcode::Disconnect, eth + ip_ctl + "UDP sport=49152 dport=4793 len=32 csum=0x0000 | " +
-                               "BTH ver=1 op=DISCONNECT flags=- dcid=0x11223344 path=0 ts=1234 | " +
-                               "REJ reason=1 | "},
-      {Opcode::DisconnectAck,
-       eth + ip_ctl + "UDP sport=49152 dport=4793 len=28 csum=0x0000 | " +
-           "BTH ver=1 op=DISCONNECT_ACK flags=- dcid=0x11223344 path=0 ts=1234 | "},
+                               "BTH ver=1 op=DISCONNECT flags=- dcid=0x11223344 path=0 ts=1234 | " + "REJ reason=1 | "},
+      {Opcode::DisconnectAck, eth + ip_ctl + "UDP sport=49152 dport=4793 len=28 csum=0x0000 | " +
+                                  "BTH ver=1 op=DISCONNECT_ACK flags=- dcid=0x11223344 path=0 ts=1234 | "},
   };
   for (const Case& c : cases) {
     const Frame f = sample_frame(c.op);
@@ -385,8 +372,7 @@ TEST(RefCodec, AppendixC_FlagsInTableOrderAndIpv6GroupsWithoutCompression) {
                       "flow=0xfffff hlim=64 | "),
             std::string::npos)
       << line;
-  EXPECT_NE(line.find("BTH ver=1 op=READ_RESP flags=AR,VOID dcid=0x11223344"), std::string::npos)
-      << line;
+  EXPECT_NE(line.find("BTH ver=1 op=READ_RESP flags=AR,VOID dcid=0x11223344"), std::string::npos) << line;
   EXPECT_NE(line.find("PAYLOAD off=98 len=0"), std::string::npos) << line;  // 14+40+8+16+20
 }
 
@@ -411,9 +397,7 @@ TEST(RefCodec, R_HDR_20_SackBitOrder) {
     p.sack[i / 8] = static_cast<uint8_t>(0x80 >> (i % 8));  // bit i, the spec's formula
     const Frame f = encode(p, {});
     // On the wire: byte i/8 of the bitmap, which starts 16 bytes into the AETH.
-    for (int b = 0; b < 32; ++b) {
-      EXPECT_EQ(f[test::ext_off(f) + 16 + b], b == i / 8 ? (0x80 >> (i % 8)) : 0) << i;
-    }
+    for (int b = 0; b < 32; ++b) { EXPECT_EQ(f[test::ext_off(f) + 16 + b], b == i / 8 ? (0x80 >> (i % 8)) : 0) << i; }
     const DecodeResult r = decode(f);
     if (i == 0) {
       // Bit 0 stands for CPSN + 1, which cannot have been received.
@@ -446,12 +430,8 @@ TEST(RefCodec, R_HDR_20_SackBitZeroWithOtherBits) {
 class RefCodecIp : public ::testing::TestWithParam<bool> {
  protected:
   bool v6() const { return GetParam(); }
-  Frame frame(Opcode op = Opcode::Write, size_t payload = 16) const {
-    return sample_frame(op, v6(), payload);
-  }
-  Frame encoded(const Packet& p, size_t payload = 0) const {
-    return encode(p, counting_payload(payload));
-  }
+  Frame frame(Opcode op = Opcode::Write, size_t payload = 16) const { return sample_frame(op, v6(), payload); }
+  Frame encoded(const Packet& p, size_t payload = 0) const { return encode(p, counting_payload(payload)); }
   Packet packet(Opcode op) const { return sample_packet(op, v6()); }
   size_t ip_header_len() const { return v6() ? 40 : 20; }
 };
@@ -686,8 +666,8 @@ TEST_P(RefCodecIp, R_VAL_1_Check15_Opcode) {
 
 TEST_P(RefCodecIp, R_VAL_1_Check16_TransportLength_Opcode) {
   // Non-data opcodes: exactly 16 + extension + 4 ([R-HDR-7]).
-  for (const Opcode op : {Opcode::Ack, Opcode::Nak, Opcode::Probe, Opcode::Connect, Opcode::Accept,
-                          Opcode::Reject, Opcode::Disconnect, Opcode::DisconnectAck}) {
+  for (const Opcode op : {Opcode::Ack, Opcode::Nak, Opcode::Probe, Opcode::Connect, Opcode::Accept, Opcode::Reject,
+                          Opcode::Disconnect, Opcode::DisconnectAck}) {
     const Packet p = packet(op);
     EXPECT_EQ(outcome(encode(p, counting_payload(1))), "TransportLength") << opcode_name(op);
     Frame shorter = encode(p, {});
@@ -697,8 +677,7 @@ TEST_P(RefCodecIp, R_VAL_1_Check16_TransportLength_Opcode) {
     EXPECT_EQ(outcome(shorter), "TransportLength") << opcode_name(op);
   }
   // Data opcodes: at least 16 + extension + 4.
-  for (const Opcode op : {Opcode::Send, Opcode::Write, Opcode::WriteImm, Opcode::ReadReq,
-                          Opcode::ReadResp}) {
+  for (const Opcode op : {Opcode::Send, Opcode::Write, Opcode::WriteImm, Opcode::ReadReq, Opcode::ReadResp}) {
     Frame f = encode(packet(op), {});
     test::resize_transport(f, 16 + extension_length(op) + 4 - 1);
     test::fix_icrc(f);
@@ -793,8 +772,7 @@ TEST_P(RefCodecIp, R_VAL_1_Check18_Reserved_ControlPathId) {
 }
 
 TEST_P(RefCodecIp, R_VAL_1_Check19_PayloadLength) {
-  for (const Opcode op : {Opcode::Send, Opcode::Write, Opcode::WriteImm, Opcode::ReadResp,
-                          Opcode::ReadReq}) {
+  for (const Opcode op : {Opcode::Send, Opcode::Write, Opcode::WriteImm, Opcode::ReadResp, Opcode::ReadReq}) {
     for (const int delta : {-1, 1, 100}) {
       Frame f = encode(packet(op), counting_payload(op == Opcode::ReadReq ? 0 : 16));
       const size_t at = test::ext_off(f) + 6;
@@ -971,16 +949,16 @@ TEST(RefCodec, R_VAL_1_EarlierCheckWinsChain) {
   // Start from a frame that fails many checks at once, then repair them one at a time in [R-VAL-1]
   // order: every step must report the next check.
   Packet p = sample_packet(Opcode::Connect);
-  p.dcid = 7;       // 18 Reserved
-  p.scid = 0;       // 23 Range
-  p.version = 3;    // 14 Version
+  p.dcid = 7;     // 18 Reserved
+  p.scid = 0;     // 23 Range
+  p.version = 3;  // 14 Version
   Frame f = encode(p, {});
-  f.back() ^= 1;                                   // 17 Icrc
-  wr16(f, test::udp_off(f) + 2, 1234);             // 11 UdpPort
-  f[23] = 6;                                       // 9 NotUdp
-  wr16(f, 20, 0x2000);                             // 8 Fragment
-  f[22] ^= 0xFF;                                   // 7 Ipv4Checksum (not repaired)
-  f[14] = 0x47;                                    // 5 Ipv4Options
+  f.back() ^= 1;                        // 17 Icrc
+  wr16(f, test::udp_off(f) + 2, 1234);  // 11 UdpPort
+  f[23] = 6;                            // 9 NotUdp
+  wr16(f, 20, 0x2000);                  // 8 Fragment
+  f[22] ^= 0xFF;                        // 7 Ipv4Checksum (not repaired)
+  f[14] = 0x47;                         // 5 Ipv4Options
   EXPECT_EQ(outcome(f), "Ipv4Options");
   f[14] = 0x45;
   EXPECT_EQ(outcome(f), "Ipv4Checksum");

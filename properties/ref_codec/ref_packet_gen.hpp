@@ -26,10 +26,10 @@ namespace mroce::ref {
 
 // Every opcode of table 3.2, in table order.
 inline const std::vector<Opcode>& all_opcodes() {
-  static const std::vector<Opcode> ops = {
-      Opcode::Send,    Opcode::Write,  Opcode::WriteImm, Opcode::ReadReq,    Opcode::ReadResp,
-      Opcode::Ack,     Opcode::Nak,    Opcode::Probe,    Opcode::Connect,    Opcode::Accept,
-      Opcode::Reject,  Opcode::Disconnect, Opcode::DisconnectAck};
+  static const std::vector<Opcode> ops = {Opcode::Send,         Opcode::Write,  Opcode::WriteImm, Opcode::ReadReq,
+                                          Opcode::ReadResp,     Opcode::Ack,    Opcode::Nak,      Opcode::Probe,
+                                          Opcode::Connect,      Opcode::Accept, Opcode::Reject,   Opcode::Disconnect,
+                                          Opcode::DisconnectAck};
   return ops;
 }
 
@@ -39,31 +39,44 @@ namespace gen_detail {
 // so that a mistake there shows up as a payload_offset mismatch).
 inline uint32_t table_3_2_extension_length(Opcode op) {
   switch (op) {
-    case Opcode::Send: return 24;
-    case Opcode::Write: return 32;
-    case Opcode::WriteImm: return 40;
-    case Opcode::ReadReq: return 32;
-    case Opcode::ReadResp: return 20;
-    case Opcode::Ack: return 48;
-    case Opcode::Nak: return 8;
-    case Opcode::Probe: return 0;
-    case Opcode::Connect: return 16;
-    case Opcode::Accept: return 16;
-    case Opcode::Reject: return 4;
-    case Opcode::Disconnect: return 4;
-    case Opcode::DisconnectAck: return 0;
+    case Opcode::Send:
+      return 24;
+    case Opcode::Write:
+      return 32;
+    case Opcode::WriteImm:
+      return 40;
+    case Opcode::ReadReq:
+      return 32;
+    case Opcode::ReadResp:
+      return 20;
+    case Opcode::Ack:
+      return 48;
+    case Opcode::Nak:
+      return 8;
+    case Opcode::Probe:
+      return 0;
+    case Opcode::Connect:
+      return 16;
+    case Opcode::Accept:
+      return 16;
+    case Opcode::Reject:
+      return 4;
+    case Opcode::Disconnect:
+      return 4;
+    case Opcode::DisconnectAck:
+      return 0;
   }
   return 0;
 }
 
 inline bool is_data(Opcode op) {
-  return op == Opcode::Send || op == Opcode::Write || op == Opcode::WriteImm ||
-         op == Opcode::ReadReq || op == Opcode::ReadResp;
+  return op == Opcode::Send || op == Opcode::Write || op == Opcode::WriteImm || op == Opcode::ReadReq ||
+         op == Opcode::ReadResp;
 }
 
 inline bool is_control(Opcode op) {
-  return op == Opcode::Connect || op == Opcode::Accept || op == Opcode::Reject ||
-         op == Opcode::Disconnect || op == Opcode::DisconnectAck;
+  return op == Opcode::Connect || op == Opcode::Accept || op == Opcode::Reject || op == Opcode::Disconnect ||
+         op == Opcode::DisconnectAck;
 }
 
 // Any 32-bit value, with the wrap-around edges over-represented.
@@ -79,8 +92,7 @@ inline rc::Gen<uint32_t> nonzero_u32() {
 
 // Uniform in [lo, hi] (inclusive), with both ends over-represented.
 inline rc::Gen<uint64_t> in_closed_range(uint64_t lo, uint64_t hi) {
-  return rc::gen::weightedOneOf<uint64_t>({{4, rc::gen::inRange<uint64_t>(lo, hi + 1)},
-                                           {1, rc::gen::element(lo, hi)}});
+  return rc::gen::weightedOneOf<uint64_t>({{4, rc::gen::inRange<uint64_t>(lo, hi + 1)}, {1, rc::gen::element(lo, hi)}});
 }
 
 // [R-HDR-12]: Message Length 0..2^31, small and edge values over-represented.
@@ -95,8 +107,7 @@ inline rc::Gen<uint32_t> message_length() {
 inline rc::Gen<uint32_t> payload_length_up_to(uint32_t max) {
   const uint32_t small = max < 64 ? max : 64;
   return rc::gen::weightedOneOf<uint32_t>(
-      {{4, rc::gen::cast<uint32_t>(in_closed_range(0, small))},
-       {1, rc::gen::cast<uint32_t>(in_closed_range(0, max))}});
+      {{4, rc::gen::cast<uint32_t>(in_closed_range(0, small))}, {1, rc::gen::cast<uint32_t>(in_closed_range(0, max))}});
 }
 
 }  // namespace gen_detail
@@ -156,9 +167,7 @@ inline rc::Gen<Packet> gen_valid_packet(Opcode op, uint16_t udp_port = kDefaultU
       const uint32_t max_payload = p.msg_length < kMaxPayload ? p.msg_length : kMaxPayload;
       const uint32_t plen = no_payload ? 0 : *payload_length_up_to(max_payload);
       p.payload_length = static_cast<uint16_t>(plen);
-      p.msg_offset = (op == Opcode::ReadReq)
-                         ? 0
-                         : static_cast<uint32_t>(*in_closed_range(0, p.msg_length - plen));
+      p.msg_offset = (op == Opcode::ReadReq) ? 0 : static_cast<uint32_t>(*in_closed_range(0, p.msg_length - plen));
       p.payload_offset = headers;
       p.payload_len = plen;
     }
@@ -181,8 +190,7 @@ inline rc::Gen<Packet> gen_valid_packet(Opcode op, uint16_t udp_port = kDefaultU
       // NAKH [R-HDR-24]
       p.nak_psn = *u32_edgy();
       p.nak_code = *rc::gen::inRange<uint8_t>(1, 5);
-      p.nak_detail =
-          (p.nak_code == static_cast<uint8_t>(NakCode::Rnr)) ? *rc::gen::arbitrary<uint16_t>() : 0;
+      p.nak_detail = (p.nak_code == static_cast<uint8_t>(NakCode::Rnr)) ? *rc::gen::arbitrary<uint16_t>() : 0;
     }
     if (op == Opcode::Connect || op == Opcode::Accept) {
       // CONN [R-HDR-26]
@@ -217,8 +225,7 @@ struct PacketWithPayload {
   std::vector<uint8_t> payload;
 };
 
-inline rc::Gen<PacketWithPayload> gen_valid_packet_with_payload(Opcode op,
-                                                                uint16_t udp_port = kDefaultUdpPort) {
+inline rc::Gen<PacketWithPayload> gen_valid_packet_with_payload(Opcode op, uint16_t udp_port = kDefaultUdpPort) {
   return rc::gen::mapcat(gen_valid_packet(op, udp_port), [](const Packet& p) {
     return rc::gen::map(gen_payload(p), [p](std::vector<uint8_t> payload) {
       return PacketWithPayload{p, std::move(payload)};
@@ -227,15 +234,12 @@ inline rc::Gen<PacketWithPayload> gen_valid_packet_with_payload(Opcode op,
 }
 
 inline rc::Gen<PacketWithPayload> gen_valid_packet_with_payload(uint16_t udp_port = kDefaultUdpPort) {
-  return rc::gen::mapcat(rc::gen::elementOf(all_opcodes()), [udp_port](Opcode op) {
-    return gen_valid_packet_with_payload(op, udp_port);
-  });
+  return rc::gen::mapcat(rc::gen::elementOf(all_opcodes()),
+                         [udp_port](Opcode op) { return gen_valid_packet_with_payload(op, udp_port); });
 }
 
 // rapidcheck prints counterexamples with showValue (found by argument-dependent lookup).
-inline void showValue(const Packet& p, std::ostream& os) {
-  os << canonical(DecodeResult{std::nullopt, p}, {});
-}
+inline void showValue(const Packet& p, std::ostream& os) { os << canonical(DecodeResult{std::nullopt, p}, {}); }
 
 inline void showValue(const PacketWithPayload& v, std::ostream& os) {
   showValue(v.packet, os);

@@ -17,13 +17,9 @@ namespace mroce::ref::test {
 
 using Frame = std::vector<uint8_t>;
 
-inline uint16_t rd16(const Frame& f, size_t off) {
-  return static_cast<uint16_t>((f.at(off) << 8) | f.at(off + 1));
-}
+inline uint16_t rd16(const Frame& f, size_t off) { return static_cast<uint16_t>((f.at(off) << 8) | f.at(off + 1)); }
 
-inline uint32_t rd32(const Frame& f, size_t off) {
-  return (uint32_t{rd16(f, off)} << 16) | rd16(f, off + 2);
-}
+inline uint32_t rd32(const Frame& f, size_t off) { return (uint32_t{rd16(f, off)} << 16) | rd16(f, off + 2); }
 
 inline void wr16(Frame& f, size_t off, uint16_t v) {
   f.at(off) = static_cast<uint8_t>(v >> 8);
@@ -43,9 +39,7 @@ inline size_t udp_off(const Frame& f) { return 14 + (is_ipv6_frame(f) ? 40 : 20)
 inline size_t bth_off(const Frame& f) { return udp_off(f) + 8; }
 inline size_t ext_off(const Frame& f) { return bth_off(f) + 16; }
 // One past the last byte of the IP packet, from the IP length field.
-inline size_t ip_end(const Frame& f) {
-  return is_ipv6_frame(f) ? 54 + size_t{rd16(f, 18)} : 14 + size_t{rd16(f, 16)};
-}
+inline size_t ip_end(const Frame& f) { return is_ipv6_frame(f) ? 54 + size_t{rd16(f, 18)} : 14 + size_t{rd16(f, 16)}; }
 
 // RFC 1071 checksum of the IPv4 header (bytes 14..33) with the checksum field taken as zero.
 inline void fix_ipv4_checksum(Frame& f) {
@@ -100,10 +94,10 @@ inline Frame hex_frame(const std::string& text) {
 
 // Every opcode of table 3.2, in table order.
 inline const std::vector<Opcode>& all_known_opcodes() {
-  static const std::vector<Opcode> ops = {
-      Opcode::Send,   Opcode::Write,  Opcode::WriteImm, Opcode::ReadReq,    Opcode::ReadResp,
-      Opcode::Ack,    Opcode::Nak,    Opcode::Probe,    Opcode::Connect,    Opcode::Accept,
-      Opcode::Reject, Opcode::Disconnect, Opcode::DisconnectAck};
+  static const std::vector<Opcode> ops = {Opcode::Send,         Opcode::Write,  Opcode::WriteImm, Opcode::ReadReq,
+                                          Opcode::ReadResp,     Opcode::Ack,    Opcode::Nak,      Opcode::Probe,
+                                          Opcode::Connect,      Opcode::Accept, Opcode::Reject,   Opcode::Disconnect,
+                                          Opcode::DisconnectAck};
   return ops;
 }
 
@@ -124,8 +118,8 @@ inline Packet sample_packet(Opcode op, bool ipv6 = false) {
     p.ipv4_id = 0x0102;
     p.ipv4_df = true;
   }
-  const bool data = op == Opcode::Send || op == Opcode::Write || op == Opcode::WriteImm ||
-                    op == Opcode::ReadReq || op == Opcode::ReadResp;
+  const bool data = op == Opcode::Send || op == Opcode::Write || op == Opcode::WriteImm || op == Opcode::ReadReq ||
+                    op == Opcode::ReadResp;
   p.dscp = data ? 26 : 48;
   p.ecn = data ? 2 : 0;
   p.ttl = 64;
@@ -185,8 +179,8 @@ inline std::vector<uint8_t> counting_payload(size_t n) {
 // A valid frame of `op`: data opcodes other than READ_REQ carry `payload_len` bytes.
 inline Frame sample_frame(Opcode op, bool ipv6 = false, size_t payload_len = 16) {
   const Packet p = sample_packet(op, ipv6);
-  const bool carries_payload = op == Opcode::Send || op == Opcode::Write ||
-                               op == Opcode::WriteImm || op == Opcode::ReadResp;
+  const bool carries_payload =
+      op == Opcode::Send || op == Opcode::Write || op == Opcode::WriteImm || op == Opcode::ReadResp;
   return encode(p, counting_payload(carries_payload ? payload_len : 0));
 }
 

@@ -177,7 +177,7 @@ TEST_F(Hostile, ForgedWriteAtRegionEdges) {
   const uint32_t len = 2 + rand(200);
   expect_refused(write(kRw, end - len + 1, len, len), NakCode::RemoteAccess, len);  // one byte past the end
   expect_refused(write(kRw, iova(kRw) - 1, len, len), NakCode::RemoteAccess, len);  // one byte before
-  expect_refused(write(kRw, end, 0, 1), NakCode::RemoteAccess, 0);                   // length 1 at the end
+  expect_refused(write(kRw, end, 0, 1), NakCode::RemoteAccess, 0);                  // length 1 at the end
   expect_invariants();
 }
 
@@ -198,7 +198,7 @@ TEST_F(Hostile, ForgedWriteWhoseMessageLeavesTheRegionIsRefusedForEverySegment) 
 TEST_F(Hostile, ForgedWriteNearTheTopOfTheAddressSpace) {
   start();
   const uint64_t top = iova(kTop), end = top + size(kTop);  // end = 2^64 - 4096
-  inject_now(write(kTop, end - 64, 64, 64), 64);              // fits exactly: placed
+  inject_now(write(kTop, end - 64, 64, 64), 64);            // fits exactly: placed
   EXPECT_EQ(w().host(w().victim, kTop)[size(kTop) - 64], 0x3C);
   expect_refused(write(kTop, end - 63, 64, 64), NakCode::RemoteAccess, 64);
   expect_refused(write(kTop, ~uint64_t(0) - rand(64), 64, 128), NakCode::RemoteAccess, 64);  // wraps past 2^64
@@ -252,12 +252,12 @@ TEST_F(Hostile, ForgedReadRequestForGuardBytesOrWithoutTheRight) {
   };
   const uint32_t len = 1 + rand(256);
   const fast::Fields cases[] = {
-      read_req(kRo, iova(kRo) - len, len),                    // the guard bytes before ro
-      read_req(kRo, iova(kRo) + size(kRo) - len + 1, len),    // one byte into the guard after ro
-      read_req(kRo, iova(kRo), 0x80000000u),                  // far too long
-      read_req(kRw, iova(kRw), len),                          // rw: no RemoteRead
-      read_req(kDead, iova(kDead), len),                      // deregistered
-      read_req(kTop, ~uint64_t(0) - 8, 64),                   // wraps past 2^64
+      read_req(kRo, iova(kRo) - len, len),                  // the guard bytes before ro
+      read_req(kRo, iova(kRo) + size(kRo) - len + 1, len),  // one byte into the guard after ro
+      read_req(kRo, iova(kRo), 0x80000000u),                // far too long
+      read_req(kRw, iova(kRw), len),                        // rw: no RemoteRead
+      read_req(kDead, iova(kDead), len),                    // deregistered
+      read_req(kTop, ~uint64_t(0) - 8, 64),                 // wraps past 2^64
   };
   for (const fast::Fields& f : cases) expect_refused(f, NakCode::RemoteAccess, 0);
   w().advance(200);
@@ -279,7 +279,8 @@ TEST_F(Hostile, ForgedReadRequestInsideTheRegionIsAnsweredAndThePeerRefusesTheRe
   w().advance(500);
   size_t resp = 0, refused = 0;
   for (const World::Seen& s : w().seen[w().victim]) resp += s.op == Opcode::ReadResp && s.msn == 200;
-  for (const World::Seen& s : w().seen[w().other]) refused += s.op == Opcode::Nak && s.code == uint8_t(NakCode::InvalidRequest);
+  for (const World::Seen& s : w().seen[w().other])
+    refused += s.op == Opcode::Nak && s.code == uint8_t(NakCode::InvalidRequest);
   EXPECT_GE(resp, 1u);
   EXPECT_GE(refused, 1u);
   expect_invariants();
@@ -292,7 +293,8 @@ TEST_F(Hostile, OutOfWindowPsnIsDroppedAndCounted) {
   for (uint32_t ahead : {300u, 257u + 256u + rand(1000), 0x40000000u, 0x7FFFFF00u}) {
     fast::Fields f = write(kRw, iova(kRw) + 26000, 64, 64);
     f.psn = w().rx_next(f.path_id) + ahead;
-    expect_dropped(f, [](const Counters& c) { return c.out_of_window; }, 64);
+    expect_dropped(
+        f, [](const Counters& c) { return c.out_of_window; }, 64);
   }
   expect_legit_success();
 }
@@ -307,8 +309,9 @@ TEST_F(Hostile, DuplicatePsnIsNotPlacedButAcknowledged) {
     inject_now(f, 64, 0x77);
     EXPECT_EQ(vc().duplicates, dups + 1);
     EXPECT_EQ(vc().acks_sent, acks + 1) << "[R-ACK-2] (e): a duplicate draws an ACK at once";
-    EXPECT_TRUE(std::none_of(replies_.begin(), replies_.end(), [](const World::Seen& x) { return x.op == Opcode::Nak; }))
-        << "a duplicate is not NAKed";
+    EXPECT_TRUE(std::none_of(replies_.begin(), replies_.end(), [](const World::Seen& x) {
+      return x.op == Opcode::Nak;
+    })) << "a duplicate is not NAKed";
     EXPECT_EQ(vc().placed_bytes, placed);
     w().pair.step();
   }
@@ -324,7 +327,8 @@ TEST_F(Hostile, BadPathIdIsDroppedAndCounted) {
   for (uint16_t p : {w().paths(), uint16_t(w().paths() + 1 + rand(200)), uint16_t(0xFFFF)}) {
     fast::Fields f = write(kRw, iova(kRw) + 26000, 64, 64);
     f.path_id = p;
-    expect_dropped(f, [](const Counters& c) { return c.bad_path; }, 64);
+    expect_dropped(
+        f, [](const Counters& c) { return c.bad_path; }, 64);
     fast::Fields probe = w().fields(Opcode::Probe);
     probe.path_id = p;
     expect_dropped(probe, [](const Counters& c) { return c.bad_path; });
@@ -354,8 +358,9 @@ TEST_F(Hostile, OversizePayload) {
   const uint32_t big = mp + 64 * (1 + rand(60));
   expect_refused(write(kRw, iova(kRw), big, big), NakCode::InvalidRequest, big);
   // Above 8192: not a transport packet ([R-HDR-8], error TransportLength), dropped and counted.
-  expect_dropped(write(kRw, iova(kRw), 8193, 8193),
-                 [](const Counters& c) { return c.decode_errors[size_t(fast::Error::TransportLength) - 1]; }, 8193);
+  expect_dropped(
+      write(kRw, iova(kRw), 8193, 8193),
+      [](const Counters& c) { return c.decode_errors[size_t(fast::Error::TransportLength) - 1]; }, 8193);
   expect_legit_success();
 }
 
@@ -365,7 +370,8 @@ TEST_F(Hostile, UnknownConnectionIdIsDroppedSilently) {
   for (uint32_t id : {w().vconn() + 1 + rand(1000), 0xFFFFFFFFu, w().conn[w().other]}) {
     if (id == w().vconn()) continue;
     f.dcid = id;
-    expect_dropped(f, [](const Counters& c) { return c.unknown_dcid; }, 64);
+    expect_dropped(
+        f, [](const Counters& c) { return c.unknown_dcid; }, 64);
   }
   expect_legit_success();
 }
@@ -439,9 +445,9 @@ TEST_F(Hostile, MalformedFramesAreCountedByKindAndNeverAnswered) {
     ASSERT_NE(e, fast::Error::None) << "a malformed frame decodes";
     ++want[size_t(e)];
     inject_now(fr);
-    EXPECT_TRUE(replies_.empty() || std::none_of(replies_.begin(), replies_.end(), [](const World::Seen& s) {
-                  return s.op == Opcode::Nak;
-                })) << "[R-SEC-1]: a malformed frame is never answered";
+    EXPECT_TRUE(replies_.empty() || std::none_of(replies_.begin(), replies_.end(),
+                                                 [](const World::Seen& s) { return s.op == Opcode::Nak; }))
+        << "[R-SEC-1]: a malformed frame is never answered";
   }
   for (unsigned k = 1; k < fast::kErrorCount; ++k)
     EXPECT_EQ(vc().decode_errors[k - 1] - before[k - 1], want[k]) << fast::error_name(fast::Error(k));

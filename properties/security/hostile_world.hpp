@@ -102,15 +102,15 @@ struct Plan {
   int recv;  // index of the consumed receive at the peer, or -1
 };
 inline constexpr std::array<Plan, 9> kTraffic = {{
-    {Op::Recv, 0, 0, 8192, 0, 0, -1},                // 0: stream 0, RSN 0 (for 4)
-    {Op::Recv, 1, 0, 4096, 0, 8192, -1},             // 1: stream 1, RSN 0 (for 6)
-    {Op::Recv, 1, 1, 256, 0, 12288, -1},             // 2: stream 1, RSN 1 (for 7)
-    {Op::Write, 0, 0, 12000, 0, 0, -1},              // 3: 3 segments of 4096
-    {Op::Send, 0, 1, 6000, 12288, 0, 0},             // 4
-    {Op::WriteImm, 1, 0, 3000, 20000, 16384, 1},     // 5
-    {Op::Send, 1, 1, 0, 0, 0, 2},                    // 6: zero-length Send
-    {Op::Write, 1, 2, 5000, 24576, 20480, -1},       // 7
-    {Op::Read, 0, 2, 9000, 100, 16384, -1},          // 8: from the peer's ro + 100 to lw + 16384
+    {Op::Recv, 0, 0, 8192, 0, 0, -1},             // 0: stream 0, RSN 0 (for 4)
+    {Op::Recv, 1, 0, 4096, 0, 8192, -1},          // 1: stream 1, RSN 0 (for 6)
+    {Op::Recv, 1, 1, 256, 0, 12288, -1},          // 2: stream 1, RSN 1 (for 7)
+    {Op::Write, 0, 0, 12000, 0, 0, -1},           // 3: 3 segments of 4096
+    {Op::Send, 0, 1, 6000, 12288, 0, 0},          // 4
+    {Op::WriteImm, 1, 0, 3000, 20000, 16384, 1},  // 5
+    {Op::Send, 1, 1, 0, 0, 0, 2},                 // 6: zero-length Send
+    {Op::Write, 1, 2, 5000, 24576, 20480, -1},    // 7
+    {Op::Read, 0, 2, 9000, 100, 16384, -1},       // 8: from the peer's ro + 100 to lw + 16384
 }};
 inline constexpr uint32_t imm_of(int side) { return 0x1A2B3C00u + uint32_t(side); }
 inline constexpr uint64_t wr_id_of(int side, int i) { return uint64_t(side + 1) * 1000 + uint64_t(i); }
@@ -158,8 +158,8 @@ class World {
     int plan = 0;
     int completions = 0;
     WorkCompletion wc;
-    bool tainted = false;    // the attacker may have changed its content / length / status
-    bool preempted = false;  // (peer → victim) a forged packet took one of its (path, PSN)
+    bool tainted = false;                             // the attacker may have changed its content / length / status
+    bool preempted = false;                           // (peer → victim) a forged packet took one of its (path, PSN)
     std::vector<std::pair<uint16_t, uint32_t>> psns;  // (path, PSN) of its data segments
   };
 
@@ -202,7 +202,7 @@ class World {
   std::set<std::pair<uint16_t, uint32_t>> forged_psns;  // (path, PSN) of forged data frames
   bool forged_read_req = false;
   bool ack_beyond_snxt = false;
-  bool forged_ack = false;  // any ACK on the victim's connection
+  bool forged_ack = false;                           // any ACK on the victim's connection
   std::vector<std::pair<uint64_t, uint64_t>> taint;  // victim arena [from, to)
   // Drops legitimate frames (an on-path attacker that also drops), if set.
   std::function<bool(int from, const fast::PacketView&)> drop;
@@ -338,7 +338,8 @@ class World {
     const bool settled = completions_missing() == 0;
     if (abort) {
       for (int s = 0; s < 2; ++s)
-        if (auto st = dev(s).connection_state(conn[s]); st && (*st == ConnState::Established || *st == ConnState::Closing))
+        if (auto st = dev(s).connection_state(conn[s]);
+            st && (*st == ConnState::Established || *st == ConnState::Closing))
           dev(s).close(conn[s], true);
       pair.run(pair.now() + 20'000);
       absorb();
@@ -353,8 +354,7 @@ class World {
     auto bad = [&](std::string s) { res.violations.push_back(std::move(s)); };
     // Exactly one completion per work request, nothing unknown ([R-CMP-1], [R-CMP-2]).
     for (const Wr& w : wrs)
-      if (w.completions != 1)
-        bad(name(w) + ": " + std::to_string(w.completions) + " completions (want exactly 1)");
+      if (w.completions != 1) bad(name(w) + ": " + std::to_string(w.completions) + " completions (want exactly 1)");
     for (const std::string& s : stray_) bad(s);
     for (int s = 0; s < 2; ++s) {
       const Counters& c = dev(s).counters();
@@ -371,7 +371,8 @@ class World {
       if (vc.decode_errors[k - 1] != expected_decode_errors[k])
         bad("victim decode_errors[" + std::string(fast::error_name(fast::Error(k))) + "] = " +
             std::to_string(vc.decode_errors[k - 1]) + ", injected " + std::to_string(expected_decode_errors[k]));
-      if (oc.decode_errors[k - 1] != 0) bad("peer counted a decode error: " + std::string(fast::error_name(fast::Error(k))));
+      if (oc.decode_errors[k - 1] != 0)
+        bad("peer counted a decode error: " + std::string(fast::error_name(fast::Error(k))));
     }
     if (vc.rx_frames < injected) bad("victim rx_frames below the injected count");
     check_memory(res);
@@ -450,7 +451,8 @@ class World {
   // Where the victim's receive (stream, rsn) is, if it is one of the plan's.
   Wr* victim_recv(uint16_t stream, uint32_t rsn) {
     for (size_t i = 0; i < kTraffic.size(); ++i)
-      if (kTraffic[i].op == Op::Recv && kTraffic[i].stream == stream && kTraffic[i].seq == rsn) return &wr(victim, int(i));
+      if (kTraffic[i].op == Op::Recv && kTraffic[i].stream == stream && kTraffic[i].seq == rsn)
+        return &wr(victim, int(i));
     return nullptr;
   }
   void taint_range(int r, uint64_t va, uint64_t len) {
@@ -522,8 +524,8 @@ class World {
 
   // Legitimate destinations: side s's arena offset → source byte (or -1).
   struct Expect {
-    std::vector<int16_t> want;   // -1: only the initial byte
-    std::vector<uint8_t> any;    // 1: tainted, any byte
+    std::vector<int16_t> want;  // -1: only the initial byte
+    std::vector<uint8_t> any;   // 1: tainted, any byte
   };
   Expect expectations(int s) {
     Expect x{std::vector<int16_t>(kArena, -1), std::vector<uint8_t>(kArena, 0)};
@@ -572,11 +574,12 @@ class World {
       for (uint64_t i = 0; i < kArena; ++i) {
         const uint8_t b = arena[s][i];
         if (b == init_byte(s, i) || x.any[i] || (x.want[i] >= 0 && b == uint8_t(x.want[i]))) continue;
-        if (reported++ < 4) res.violations.push_back(side_name(s) + ": byte changed at " + where(i) + ": " +
-                                                     std::to_string(b) + " (initial " +
-                                                     std::to_string(init_byte(s, i)) + ")");
+        if (reported++ < 4)
+          res.violations.push_back(side_name(s) + ": byte changed at " + where(i) + ": " + std::to_string(b) +
+                                   " (initial " + std::to_string(init_byte(s, i)) + ")");
       }
-      if (reported > 4) res.violations.push_back(side_name(s) + ": " + std::to_string(reported) + " bytes changed in all");
+      if (reported > 4)
+        res.violations.push_back(side_name(s) + ": " + std::to_string(reported) + " bytes changed in all");
     }
   }
   static std::string where(uint64_t off) {
@@ -600,10 +603,11 @@ class World {
       // ACK may then acknowledge what never arrived, as an on-path attacker can ([R-SEC-8]).
       const bool lost = dev(victim).counters().tx_no_buffer > 0 || pair.loop().stats().ring_full[victim] > 0;
       const bool lied_ack = s == victim && ((ack_beyond_snxt && !ack_validation_checked()) || (lost && forged_ack));
-      const bool preempted = s == other && std::any_of(w.psns.begin(), w.psns.end(), [&](const auto& ps) {
-                               return forged_psns.count(ps) != 0;
-                             });
-      auto fail = [&](const std::string& what) { res.violations.push_back(name(w) + " completed Success but " + what); };
+      const bool preempted = s == other && std::any_of(w.psns.begin(), w.psns.end(),
+                                                       [&](const auto& ps) { return forged_psns.count(ps) != 0; });
+      auto fail = [&](const std::string& what) {
+        res.violations.push_back(name(w) + " completed Success but " + what);
+      };
       if (p.op != Op::Recv && w.wc.byte_len != p.len) fail("byte_len " + std::to_string(w.wc.byte_len));
       switch (p.op) {
         case Op::Write:
@@ -624,7 +628,8 @@ class World {
         }
         case Op::Read:
           if (w.tainted || (s == other && (forged_read_req || preempted))) break;
-          if (!bytes_ok(s, region_offset(kLw) + p.to, peer, kRo, p.from, p.len)) fail("its sink does not hold the bytes");
+          if (!bytes_ok(s, region_offset(kLw) + p.to, peer, kRo, p.from, p.len))
+            fail("its sink does not hold the bytes");
           break;
         case Op::Recv: {
           if (w.tainted) break;
@@ -633,11 +638,11 @@ class World {
             if (kTraffic[i].recv != w.plan) continue;
             const Plan& m = kTraffic[i];
             const Wr& sender = wr(peer, int(i));
-            const bool pre = s == victim && std::any_of(sender.psns.begin(), sender.psns.end(), [&](const auto& ps) {
-                               return forged_psns.count(ps) != 0;
-                             });
+            const bool pre = s == victim && std::any_of(sender.psns.begin(), sender.psns.end(),
+                                                        [&](const auto& ps) { return forged_psns.count(ps) != 0; });
             if (pre) break;
-            if (w.wc.byte_len != m.len) fail("byte_len " + std::to_string(w.wc.byte_len) + ", sent " + std::to_string(m.len));
+            if (w.wc.byte_len != m.len)
+              fail("byte_len " + std::to_string(w.wc.byte_len) + ", sent " + std::to_string(m.len));
             if (m.op == Op::WriteImm && (!w.wc.has_imm || w.wc.imm != imm_of(peer))) fail("without the immediate");
             if (m.op == Op::Send && !bytes_ok(s, region_offset(kLw) + p.to, peer, kSrc, m.from, m.len))
               fail("its buffer does not hold the Send's bytes");

@@ -149,9 +149,7 @@ const std::int64_t kTwo31 = std::int64_t{1} << 31;
 const std::int64_t kTwo32 = std::int64_t{1} << 32;
 
 // [R-PSN-1] RFC 1982 section 3.2 with SERIAL_BITS = 32, over integers A, B in [0, 2^32).
-expr rfc_lt(const expr& A, const expr& B) {
-  return (A < B && B - A < num(kTwo31)) || (A > B && A - B > num(kTwo31));
-}
+expr rfc_lt(const expr& A, const expr& B) { return (A < B && B - A < num(kTwo31)) || (A > B && A - B > num(kTwo31)); }
 expr rfc_le(const expr& A, const expr& B) { return A == B || rfc_lt(A, B); }
 expr mod32(const expr& X) { return z3::mod(X, num(kTwo32)); }
 
@@ -167,16 +165,14 @@ void serial_obligations() {
   prove("R-PSN-1.antisymmetric", "forall a,b: a < b => !(b < a)", z3::implies(lt(a, b), !lt(b, a)));
   prove("R-PSN-1.rfc1982", "forall a,b: serial_lt(a,b) <=> RFC 1982: (A<B & B-A<2^31) | (A>B & A-B>2^31) over integers",
         lt(a, b) == rfc_lt(int_of(a), int_of(b)));
-  prove("R-PSN-1.le", "forall a,b: serial_le(a,b) <=> a = b | RFC-lt(a,b)",
-        le(a, b) == rfc_le(int_of(a), int_of(b)));
+  prove("R-PSN-1.le", "forall a,b: serial_le(a,b) <=> a = b | RFC-lt(a,b)", le(a, b) == rfc_le(int_of(a), int_of(b)));
   prove_under("R-PSN-1.forward", "forall a, d in [1, 2^31-1]: a < a+d and !(a+d < a) (sum mod 2^32, wrap included)",
               z3::uge(d, Z3Ops::u32(1)) && z3::ule(d, Z3Ops::u32(0x7FFFFFFFu)), lt(a, a + d) && !lt(a + d, a));
   prove("R-PSN-1.halfway", "forall a: a and a+2^31 are incomparable (the undefined case)",
         !lt(a, a + Z3Ops::u32(0x80000000u)) && !lt(a + Z3Ops::u32(0x80000000u), a));
   prove_under("R-PSN-1.total", "forall a,b: a != b and b-a != 2^31 => a < b | b < a",
               a != b && (b - a) != Z3Ops::u32(0x80000000u), lt(a, b) || lt(b, a));
-  prove_under("R-PSN-1.transitive-live",
-              "forall a,b,c: a<b, b<c, b-a <= 256, c-b <= 256 => a<c (live PSNs, [R-REL-2])",
+  prove_under("R-PSN-1.transitive-live", "forall a,b,c: a<b, b<c, b-a <= 256, c-b <= 256 => a<c (live PSNs, [R-REL-2])",
               lt(a, b) && lt(b, c) && z3::ule(b - a, Z3Ops::u32(256)) && z3::ule(c - b, Z3Ops::u32(256)), lt(a, c));
   expect_sat("witness", "R-PSN-1.not-transitive",
              "serial order is not transitive in general (why Psn must not key an ordered container)",
@@ -253,9 +249,10 @@ void span_obligations() {
               "SNXT-SUNA <= 256, CPSN in [SUNA-1, SNXT-1], p in [SUNA, SNXT) (mod 2^32) => within_send_span(suna,p) "
               "and (in_receive_window(cpsn,p) or p <= CPSN)",
               inv, span(s, p) && (win(c, p) || core::at_or_before<Z3Ops>(c, p)));
-  prove_under("R-REL-2.span-bounds-flight",
-              "SNXT-SUNA <= 256 => (within_send_span(suna, snxt) <=> SNXT-SUNA < 256): sending SNXT keeps SNXT-SUNA <= 256",
-              z3::ule(flight, Z3Ops::u32(256)), span(s, n) == z3::ult(flight, Z3Ops::u32(256)));
+  prove_under(
+      "R-REL-2.span-bounds-flight",
+      "SNXT-SUNA <= 256 => (within_send_span(suna, snxt) <=> SNXT-SUNA < 256): sending SNXT keeps SNXT-SUNA <= 256",
+      z3::ule(flight, Z3Ops::u32(256)), span(s, n) == z3::ult(flight, Z3Ops::u32(256)));
 }
 
 void wire_obligations() {
@@ -274,12 +271,13 @@ void wire_obligations() {
     return b * Z3Ops::u32(8) + pos;
   };
 
-  prove_under("R-HDR-20.wire-codomain", "i < 256 => byte = i>>3 < 32 and mask = 0x80>>(i&7) has exactly one bit, < 0x100",
-              z3::ult(i, u256), z3::ult(B(i), Z3Ops::u32(32)) && one_bit_byte(M(i)));
+  prove_under("R-HDR-20.wire-codomain",
+              "i < 256 => byte = i>>3 < 32 and mask = 0x80>>(i&7) has exactly one bit, < 0x100", z3::ult(i, u256),
+              z3::ult(B(i), Z3Ops::u32(32)) && one_bit_byte(M(i)));
   prove_under("R-HDR-20.wire-injective", "i, j < 256, i != j => (byte(i), mask(i)) != (byte(j), mask(j))",
               z3::ult(i, u256) && z3::ult(j, u256) && i != j, B(i) != B(j) || M(i) != M(j));
-  prove_under("R-HDR-20.wire-left-inverse", "i < 256 => inverse(byte(i), mask(i)) = i",
-              z3::ult(i, u256), inverse(B(i), M(i)) == i);
+  prove_under("R-HDR-20.wire-left-inverse", "i < 256 => inverse(byte(i), mask(i)) = i", z3::ult(i, u256),
+              inverse(B(i), M(i)) == i);
   prove_under("R-HDR-20.wire-surjective",
               "byte < 32, mask a single bit => i = inverse(byte, mask) < 256 with byte(i) = byte and mask(i) = mask",
               z3::ult(byte, Z3Ops::u32(32)) && one_bit_byte(mask),
@@ -347,9 +345,8 @@ void advance_obligations() {
   const kernel::Words<Z3Ops> w{bv64("w0"), bv64("w1"), bv64("w2"), bv64("w3")};
   auto as256 = [](const kernel::Words<Z3Ops>& x) { return z3::concat(x[3], z3::concat(x[2], z3::concat(x[1], x[0]))); };
   const expr whole = as256(w);
-  prove_each("advance.n", "forall 4 words: shift_down(w, n) = (w as 256-bit) >> n", 0, 300, [&](unsigned n) {
-    return as256(kernel::shift_down<Z3Ops>(w, n)) == z3::lshr(whole, C.bv_val(n, 256));
-  });
+  prove_each("advance.n", "forall 4 words: shift_down(w, n) = (w as 256-bit) >> n", 0, 300,
+             [&](unsigned n) { return as256(kernel::shift_down<Z3Ops>(w, n)) == z3::lshr(whole, C.bv_val(n, 256)); });
 }
 
 // The remaining SackBitmap256 kernels, which the engine runs on every ACK it builds or reads and on
@@ -370,9 +367,8 @@ void bitmap_obligations() {
 
   prove_each("bitmap.retreat", "forall 4 words: shift_up(w, n) = (w as 256-bit) << n (retreat: index i -> i + n)", 0,
              300, [&](unsigned n) { return as256(kernel::shift_up<Z3Ops>(w, n)) == z3::shl(v, c256(n)); });
-  prove_each("bitmap.prefix", "prefix(n) = indices [0, min(n, 256)) set", 0, 300, [&](unsigned n) {
-    return as256(kernel::prefix<Z3Ops>(n)) == (n >= 256 ? ones : below(c256(n)));
-  });
+  prove_each("bitmap.prefix", "prefix(n) = indices [0, min(n, 256)) set", 0, 300,
+             [&](unsigned n) { return as256(kernel::prefix<Z3Ops>(n)) == (n >= 256 ? ones : below(c256(n))); });
   prove("bitmap.and", "forall w, x: and_words(w, x) = w & x (256-bit)",
         as256(kernel::and_words<Z3Ops>(w, x)) == (v & u));
   prove("bitmap.or", "forall w, x: or_words(w, x) = w | x (256-bit)", as256(kernel::or_words<Z3Ops>(w, x)) == (v | u));
@@ -464,8 +460,7 @@ void codec_obligations() {
   // Canary: the classic bug [R-HDR-13] forbids, a 32-bit sum that wraps. Must be refuted.
   const expr wrong = Z3Ops::ule32(off + plen, mlen);
   expect_sat("canary", "canary.R-HDR-13-overflow",
-             "wrong predicate (off + len) mod 2^32 <= mlen differs from O+P <= M somewhere",
-             wrong != (O + Pl <= Ml));
+             "wrong predicate (off + len) mod 2^32 <= mlen differs from O+P <= M somewhere", wrong != (O + Pl <= Ml));
 }
 
 void canary_serial() {

@@ -28,8 +28,7 @@ public:
 
     // [R-ACK-3] Whether to send a coalesced ACK now, given the accepted-but-unacknowledged packet
     // count and the time since the first of them. Only asked while deferral is still allowed.
-    virtual bool ack_now(uint32_t unacked, uint64_t since_first_us, uint32_t ack_every,
-                         uint32_t ack_delay_us) {
+    virtual bool ack_now(uint32_t unacked, uint64_t since_first_us, uint32_t ack_every, uint32_t ack_delay_us) {
         return unacked >= ack_every || since_first_us >= ack_delay_us;
     }
 

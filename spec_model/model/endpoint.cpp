@@ -45,8 +45,8 @@ Region* Memory::containing(uint64_t va, uint64_t len) {
 
 // ---- packets ---------------------------------------------------------------------------------
 
-ref::Packet EndpointState::base_packet(const Connection& c, ref::Opcode op, uint16_t path,
-                                       uint16_t route, bool data) const {
+ref::Packet EndpointState::base_packet(const Connection& c, ref::Opcode op, uint16_t path, uint16_t route,
+                                       bool data) const {
     ref::Packet p{};
     p.eth_dst = c.peer.mac;
     p.eth_src = cfg.self.mac;
@@ -68,8 +68,7 @@ ref::Packet EndpointState::base_packet(const Connection& c, ref::Opcode op, uint
     return p;
 }
 
-void EndpointState::transmit(const Connection& c, const ref::Packet& p,
-                             std::span<const uint8_t> payload) {
+void EndpointState::transmit(const Connection& c, const ref::Packet& p, std::span<const uint8_t> payload) {
     Transmit t;
     t.frame = ref::encode(p, payload);
     t.packet = p;
@@ -98,8 +97,10 @@ std::optional<Time> EndpointState::next_deadline() const {
             if (r.unacked > 0) consider(r.first_unacked + cfg.ack_delay_us);  // [R-ACK-3]
         }
         if (auto d = credit_deadline(c)) consider(*d);
-        if (c.waiting) consider(std::max(c.last_rx, c.waiting_since) + cfg.peer_timeout_us);
-        else consider(std::max(c.last_rx, c.last_keepalive) + cfg.keepalive_us);  // [R-CONN-6]
+        if (c.waiting)
+            consider(std::max(c.last_rx, c.waiting_since) + cfg.peer_timeout_us);
+        else
+            consider(std::max(c.last_rx, c.last_keepalive) + cfg.keepalive_us);  // [R-CONN-6]
         if (c.state == ConnState::Closing && c.disconnect_sent) consider(c.next_disconnect);
     }
     return best;
@@ -241,8 +242,7 @@ void EndpointState::release_closed(Connection& c) {
 
 // ---- Endpoint --------------------------------------------------------------------------------
 
-Endpoint::Endpoint(Config config, std::shared_ptr<Choices> choices)
-    : s_(std::make_unique<EndpointState>()) {
+Endpoint::Endpoint(Config config, std::shared_ptr<Choices> choices) : s_(std::make_unique<EndpointState>()) {
     s_->cfg = std::move(config);
     s_->choices = choices ? std::move(choices) : std::make_shared<Choices>();
     s_->next_conn_id = std::max<uint32_t>(1, s_->cfg.first_conn_id);
@@ -277,8 +277,8 @@ static void setup_paths(EndpointState& s, Connection& c) {
         PathTx& t = c.tx[p];
         t.route = s.choices->fresh_route(c.id, p, 0);  // [R-PATH-5], appendix B
         t.fresh_routes = 1;
-        t.snxt = t.suna = c.local_isn;  // [R-PSN-2]
-        t.cwnd = c.init_cwnd();         // [R-CC-1]
+        t.snxt = t.suna = c.local_isn;              // [R-PSN-2]
+        t.cwnd = c.init_cwnd();                     // [R-CC-1]
         t.rto = t.rto_current = s.cfg.rto_init_us;  // [R-RTO-3]
         t.last_ack = s.now;
         c.rx[p].cpsn = c.peer_isn - 1;  // [R-HDR-19]
@@ -309,8 +309,7 @@ static void on_connect(EndpointState& s, const ref::Packet& p) {
         Connection tmp;
         tmp.peer = from;
         tmp.peer_id = p.scid;
-        ref::Packet r = s.base_packet(tmp, ref::Opcode::Reject, 0, Choices::default_route(0, 0, 0),
-                                      false);
+        ref::Packet r = s.base_packet(tmp, ref::Opcode::Reject, 0, Choices::default_route(0, 0, 0), false);
         r.reason = 1;
         s.transmit(tmp, r);
         return;
@@ -440,11 +439,9 @@ static bool local_ok(EndpointState& s, uint32_t lkey, uint64_t va, uint64_t len,
     return !need_write || (r->access & access::kLocalWrite);
 }
 
-static Connection* postable(EndpointState& s, uint32_t conn, uint16_t stream, uint64_t wr_id,
-                            uint64_t length) {
+static Connection* postable(EndpointState& s, uint32_t conn, uint16_t stream, uint64_t wr_id, uint64_t length) {
     auto it = s.conns.find(conn);
-    if (it == s.conns.end() || it->second.state != ConnState::Established ||
-        it->second.close_requested) {
+    if (it == s.conns.end() || it->second.state != ConnState::Established || it->second.close_requested) {
         s.emit(PostRejected{wr_id, "connection not established"});
         return nullptr;
     }
@@ -461,7 +458,7 @@ static Connection* postable(EndpointState& s, uint32_t conn, uint16_t stream, ui
 
 static void post_work(Connection& c, WorkRequest wr) {
     SendStream& st = c.sstreams[wr.stream];
-    wr.msn = st.next_msn++;  // [R-HDR-10]
+    wr.msn = st.next_msn++;                                                          // [R-HDR-10]
     if (wr.op == WorkOp::Send || wr.op == WorkOp::WriteImm) wr.rsn = st.next_rsn++;  // [R-HDR-17]
     if (wr.op == WorkOp::Read) {
         wr.total_segments = 1;  // one READ_REQ
@@ -487,135 +484,134 @@ std::vector<Action> Endpoint::handle(Time now, const Event& event) {
     }
     s.now = now;
 
-    std::visit(
-        Overloaded{
-            [&](const RegisterMemory& e) {
-                Region r;
-                const uint32_t i = static_cast<uint32_t>(s.memory.regions.size());
-                r.va = e.va;
-                r.length = e.length;
-                r.access = e.access;
-                r.lkey = 0x1000u + i;
-                r.rkey = ((i + 1u) << 8) | ((i * 97u + 13u) & 0xFFu);  // [R-MEM-1] generation mixed in
-                r.bytes.assign(e.length, 0);
-                s.memory.regions.push_back(std::move(r));
-                s.emit(MemoryRegistered{s.memory.regions.back().lkey, s.memory.regions.back().rkey});
-            },
-            [&](const DeregisterMemory& e) {
-                if (Region* r = s.memory.by_lkey(e.lkey)) r->valid = false;  // [R-MEM-2]
-            },
-            [&](const WriteMemory& e) {
-                Region* r = s.memory.containing(e.va, e.bytes.size());
-                if (!r) {
-                    s.emit(PostRejected{0, "write_memory outside registered memory"});
-                    return;
-                }
-                std::copy(e.bytes.begin(), e.bytes.end(), r->bytes.begin() + (e.va - r->va));
-            },
-            [&](const Connect& e) {
-                Connection& c = new_connection(s, e.peer, true);
-                // Until ACCEPT arrives, path 0 exists only to give CONNECT its route.
-                c.tx.assign(1, PathTx{});
-                c.tx[0].route = s.choices->fresh_route(c.id, 0, 0);
-                c.tx[0].rto_current = s.cfg.rto_init_us;
-                c.state = ConnState::Connecting;
-                c.next_connect = s.now;  // sent by the timer pass below
-            },
-            [&](const PostSend& e) {
-                Connection* c = postable(s, e.conn, e.stream, e.wr_id, e.length);
-                if (!c) return;
-                if (!local_ok(s, e.lkey, e.va, e.length, false)) {
-                    s.emit(PostRejected{e.wr_id, "send buffer not in the region of lkey"});
-                    return;
-                }
-                WorkRequest wr;
-                wr.op = WorkOp::Send;
-                wr.wr_id = e.wr_id;
-                wr.stream = e.stream;
-                wr.local_va = e.va;
-                wr.length = e.length;
-                post_work(*c, std::move(wr));
-            },
-            [&](const PostWrite& e) {
-                Connection* c = postable(s, e.conn, e.stream, e.wr_id, e.length);
-                if (!c) return;
-                if (!local_ok(s, e.lkey, e.va, e.length, false)) {
-                    s.emit(PostRejected{e.wr_id, "write source not in the region of lkey"});
-                    return;
-                }
-                WorkRequest wr;
-                wr.op = e.immediate ? WorkOp::WriteImm : WorkOp::Write;
-                wr.wr_id = e.wr_id;
-                wr.stream = e.stream;
-                wr.local_va = e.va;
-                wr.length = e.length;
-                wr.remote_va = e.remote_va;
-                wr.rkey = e.rkey;
-                wr.immediate = e.immediate;
-                post_work(*c, std::move(wr));
-            },
-            [&](const PostRead& e) {
-                Connection* c = postable(s, e.conn, e.stream, e.wr_id, e.length);
-                if (!c) return;
-                if (!local_ok(s, e.lkey, e.va, e.length, true)) {
-                    s.emit(PostRejected{e.wr_id, "read sink not writable in the region of lkey"});
-                    return;
-                }
-                WorkRequest wr;
-                wr.op = WorkOp::Read;
-                wr.wr_id = e.wr_id;
-                wr.stream = e.stream;
-                wr.local_va = e.va;
-                wr.length = e.length;
-                wr.remote_va = e.remote_va;
-                wr.rkey = e.rkey;
-                post_work(*c, std::move(wr));
-            },
-            [&](const PostRecv& e) {
-                Connection* c = postable(s, e.conn, e.stream, e.wr_id, e.length);
-                if (!c) return;
-                if (!local_ok(s, e.lkey, e.va, e.length, true)) {
-                    s.emit(PostRejected{e.wr_id, "receive buffer not writable in the region of lkey"});
-                    return;
-                }
-                RecvStream& rs = c->rstreams[e.stream];
-                PostedRecv r;
-                r.wr_id = e.wr_id;
-                r.va = e.va;
-                r.length = e.length;
-                const uint32_t rsn = rs.next_post_rsn++;
-                if (rs.canceled.erase(rsn)) {  // [R-REL-9]: its message was already abandoned
-                    r.done = true;
-                    r.status = Status::Canceled;
-                }
-                rs.recvs[rsn] = r;  // [R-MATCH-1]
-                s.complete_recvs(*c, e.stream);
-            },
-            [&](const Close& e) {
-                auto it = s.conns.find(e.conn);
-                if (it == s.conns.end() || it->second.state != ConnState::Established) return;
-                Connection& c = it->second;
-                c.close_requested = true;
-                c.abort = e.abort;
-                c.state = ConnState::Closing;
-                if (e.abort) {  // [R-CONN-7] an abort flushes without waiting
-                    for (uint16_t st = 0; st < c.sstreams.size(); ++st) {
-                        for (auto& wr : c.sstreams[st].wrs) {
-                            if (!wr.done()) {
-                                wr.failed = true;
-                                wr.status = Status::Flushed;
-                            }
-                        }
-                        s.complete_sends(c, st);
-                    }
-                    for (auto& t : c.tx) t.out.clear();
-                    c.responses.clear();
-                }
-            },
-            [&](const Receive& e) { on_frame(s, e.frame); },
-            [&](const AdvanceTime&) {},
-        },
-        event);
+    std::visit(Overloaded{
+                   [&](const RegisterMemory& e) {
+                       Region r;
+                       const uint32_t i = static_cast<uint32_t>(s.memory.regions.size());
+                       r.va = e.va;
+                       r.length = e.length;
+                       r.access = e.access;
+                       r.lkey = 0x1000u + i;
+                       r.rkey = ((i + 1u) << 8) | ((i * 97u + 13u) & 0xFFu);  // [R-MEM-1] generation mixed in
+                       r.bytes.assign(e.length, 0);
+                       s.memory.regions.push_back(std::move(r));
+                       s.emit(MemoryRegistered{s.memory.regions.back().lkey, s.memory.regions.back().rkey});
+                   },
+                   [&](const DeregisterMemory& e) {
+                       if (Region* r = s.memory.by_lkey(e.lkey)) r->valid = false;  // [R-MEM-2]
+                   },
+                   [&](const WriteMemory& e) {
+                       Region* r = s.memory.containing(e.va, e.bytes.size());
+                       if (!r) {
+                           s.emit(PostRejected{0, "write_memory outside registered memory"});
+                           return;
+                       }
+                       std::copy(e.bytes.begin(), e.bytes.end(), r->bytes.begin() + (e.va - r->va));
+                   },
+                   [&](const Connect& e) {
+                       Connection& c = new_connection(s, e.peer, true);
+                       // Until ACCEPT arrives, path 0 exists only to give CONNECT its route.
+                       c.tx.assign(1, PathTx{});
+                       c.tx[0].route = s.choices->fresh_route(c.id, 0, 0);
+                       c.tx[0].rto_current = s.cfg.rto_init_us;
+                       c.state = ConnState::Connecting;
+                       c.next_connect = s.now;  // sent by the timer pass below
+                   },
+                   [&](const PostSend& e) {
+                       Connection* c = postable(s, e.conn, e.stream, e.wr_id, e.length);
+                       if (!c) return;
+                       if (!local_ok(s, e.lkey, e.va, e.length, false)) {
+                           s.emit(PostRejected{e.wr_id, "send buffer not in the region of lkey"});
+                           return;
+                       }
+                       WorkRequest wr;
+                       wr.op = WorkOp::Send;
+                       wr.wr_id = e.wr_id;
+                       wr.stream = e.stream;
+                       wr.local_va = e.va;
+                       wr.length = e.length;
+                       post_work(*c, std::move(wr));
+                   },
+                   [&](const PostWrite& e) {
+                       Connection* c = postable(s, e.conn, e.stream, e.wr_id, e.length);
+                       if (!c) return;
+                       if (!local_ok(s, e.lkey, e.va, e.length, false)) {
+                           s.emit(PostRejected{e.wr_id, "write source not in the region of lkey"});
+                           return;
+                       }
+                       WorkRequest wr;
+                       wr.op = e.immediate ? WorkOp::WriteImm : WorkOp::Write;
+                       wr.wr_id = e.wr_id;
+                       wr.stream = e.stream;
+                       wr.local_va = e.va;
+                       wr.length = e.length;
+                       wr.remote_va = e.remote_va;
+                       wr.rkey = e.rkey;
+                       wr.immediate = e.immediate;
+                       post_work(*c, std::move(wr));
+                   },
+                   [&](const PostRead& e) {
+                       Connection* c = postable(s, e.conn, e.stream, e.wr_id, e.length);
+                       if (!c) return;
+                       if (!local_ok(s, e.lkey, e.va, e.length, true)) {
+                           s.emit(PostRejected{e.wr_id, "read sink not writable in the region of lkey"});
+                           return;
+                       }
+                       WorkRequest wr;
+                       wr.op = WorkOp::Read;
+                       wr.wr_id = e.wr_id;
+                       wr.stream = e.stream;
+                       wr.local_va = e.va;
+                       wr.length = e.length;
+                       wr.remote_va = e.remote_va;
+                       wr.rkey = e.rkey;
+                       post_work(*c, std::move(wr));
+                   },
+                   [&](const PostRecv& e) {
+                       Connection* c = postable(s, e.conn, e.stream, e.wr_id, e.length);
+                       if (!c) return;
+                       if (!local_ok(s, e.lkey, e.va, e.length, true)) {
+                           s.emit(PostRejected{e.wr_id, "receive buffer not writable in the region of lkey"});
+                           return;
+                       }
+                       RecvStream& rs = c->rstreams[e.stream];
+                       PostedRecv r;
+                       r.wr_id = e.wr_id;
+                       r.va = e.va;
+                       r.length = e.length;
+                       const uint32_t rsn = rs.next_post_rsn++;
+                       if (rs.canceled.erase(rsn)) {  // [R-REL-9]: its message was already abandoned
+                           r.done = true;
+                           r.status = Status::Canceled;
+                       }
+                       rs.recvs[rsn] = r;  // [R-MATCH-1]
+                       s.complete_recvs(*c, e.stream);
+                   },
+                   [&](const Close& e) {
+                       auto it = s.conns.find(e.conn);
+                       if (it == s.conns.end() || it->second.state != ConnState::Established) return;
+                       Connection& c = it->second;
+                       c.close_requested = true;
+                       c.abort = e.abort;
+                       c.state = ConnState::Closing;
+                       if (e.abort) {  // [R-CONN-7] an abort flushes without waiting
+                           for (uint16_t st = 0; st < c.sstreams.size(); ++st) {
+                               for (auto& wr : c.sstreams[st].wrs) {
+                                   if (!wr.done()) {
+                                       wr.failed = true;
+                                       wr.status = Status::Flushed;
+                                   }
+                               }
+                               s.complete_sends(c, st);
+                           }
+                           for (auto& t : c.tx) t.out.clear();
+                           c.responses.clear();
+                       }
+                   },
+                   [&](const Receive& e) { on_frame(s, e.frame); },
+                   [&](const AdvanceTime&) {},
+               },
+               event);
 
     // Timers that the event made due now (a CONNECT to send, say), then everything sendable.
     while (auto d = s.next_deadline()) {
@@ -651,8 +647,7 @@ std::optional<ConnState> Endpoint::connection_state(uint32_t conn) const {
 
 std::optional<PathView> Endpoint::path_view(uint32_t conn, uint16_t path) const {
     auto it = s_->conns.find(conn);
-    if (it == s_->conns.end() || path >= it->second.tx.size() ||
-        it->second.state == ConnState::Connecting)
+    if (it == s_->conns.end() || path >= it->second.tx.size() || it->second.state == ConnState::Connecting)
         return std::nullopt;
     const PathTx& t = it->second.tx[path];
     PathView v;

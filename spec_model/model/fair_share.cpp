@@ -32,8 +32,7 @@ void EndpointState::fs_compute() {
     bool any = false;
     for (auto& [id, c] : conns) {
         if (!c.fs_active) continue;
-        if (now - c.last_data >= window || (c.state != ConnState::Established &&
-                                            c.state != ConnState::Closing)) {
+        if (now - c.last_data >= window || (c.state != ConnState::Established && c.state != ConnState::Closing)) {
             c.fs_active = false;  // not active: hint 0
             c.share = 0;
             c.bits_in_interval = 0;

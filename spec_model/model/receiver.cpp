@@ -28,7 +28,7 @@ void EndpointState::send_ack(Connection& c, uint16_t path) {
     a.ce_count = r.ce_count;
     a.ts_echo = r.ts_echo;
     a.rate_hint = c.fs_active ? c.share : 0;  // [R-HDR-23], [R-FS-2]
-    for (uint32_t i = 0; i < 256; ++i)  // [R-HDR-20]: bit i is PSN CPSN + 1 + i, MSB first
+    for (uint32_t i = 0; i < 256; ++i)        // [R-HDR-20]: bit i is PSN CPSN + 1 + i, MSB first
         if (r.above.count(r.cpsn + 1 + i)) a.sack[i / 8] |= static_cast<uint8_t>(0x80u >> (i % 8));
     transmit(c, a);
     ++counters.acks_sent;
@@ -78,9 +78,9 @@ namespace {
 // Result of the content checks of [R-SEC-9].
 struct Verdict {
     std::optional<ref::NakCode> nak;
-    Region* region = nullptr;         // WRITE / WRITE_IMM / READ_REQ target
-    PostedRecv* recv = nullptr;       // SEND / WRITE_IMM
-    WorkRequest* read = nullptr;      // READ_RESP
+    Region* region = nullptr;     // WRITE / WRITE_IMM / READ_REQ target
+    PostedRecv* recv = nullptr;   // SEND / WRITE_IMM
+    WorkRequest* read = nullptr;  // READ_RESP
 };
 
 WorkRequest* outstanding_read(Connection& c, uint16_t stream, uint32_t msn) {
@@ -107,10 +107,9 @@ Verdict check_content(EndpointState& s, Connection& c, const ref::Packet& p) {
         auto it = rs.recvs.find(p.rsn);
         if (it != rs.recvs.end()) {
             PostedRecv& r = it->second;
-            const bool inconsistent =
-                r.message_seen && (r.msg_length != p.msg_length ||
-                                   r.is_write_imm != (p.opcode == ref::Opcode::WriteImm) ||
-                                   (r.is_write_imm && r.immediate != p.immediate));
+            const bool inconsistent = r.message_seen && (r.msg_length != p.msg_length ||
+                                                         r.is_write_imm != (p.opcode == ref::Opcode::WriteImm) ||
+                                                         (r.is_write_imm && r.immediate != p.immediate));
             if (r.done && (r.status == Status::Success || r.status == Status::Canceled)) {
                 // its message is already complete, or was abandoned by the sender
                 v.nak = ref::NakCode::InvalidRequest;
@@ -124,10 +123,8 @@ Verdict check_content(EndpointState& s, Connection& c, const ref::Packet& p) {
         }
     }
     // (2) RemoteAccess [R-MEM-3]
-    if (p.opcode == ref::Opcode::Write || p.opcode == ref::Opcode::WriteImm ||
-        p.opcode == ref::Opcode::ReadReq) {
-        const uint32_t need =
-            p.opcode == ref::Opcode::ReadReq ? access::kRemoteRead : access::kRemoteWrite;
+    if (p.opcode == ref::Opcode::Write || p.opcode == ref::Opcode::WriteImm || p.opcode == ref::Opcode::ReadReq) {
+        const uint32_t need = p.opcode == ref::Opcode::ReadReq ? access::kRemoteRead : access::kRemoteWrite;
         Region* r = s.memory.by_rkey(p.rkey);
         if (!r || !(r->access & need) || !r->contains(p.remote_va, p.msg_length)) {
             v.nak = ref::NakCode::RemoteAccess;
@@ -151,8 +148,7 @@ Verdict check_content(EndpointState& s, Connection& c, const ref::Packet& p) {
 }  // namespace
 
 // [R-ARCH-1]: every data packet is placed on arrival from its own fields; nothing is buffered.
-void EndpointState::on_data(Connection& c, uint16_t path, const ref::Packet& p,
-                            std::span<const uint8_t> payload) {
+void EndpointState::on_data(Connection& c, uint16_t path, const ref::Packet& p, std::span<const uint8_t> payload) {
     PathRx& r = c.rx[path];
     const uint32_t psn = p.psn;
     // [R-PSN-3] receive window: CPSN < psn <= CPSN + 256
@@ -171,8 +167,7 @@ void EndpointState::on_data(Connection& c, uint16_t path, const ref::Packet& p,
     const uint32_t cpsn_before = r.cpsn;
     const bool is_void = (p.flags & ref::kFlagVoid) != 0;
     const bool ce = p.ecn == 3;
-    if (is_void && (p.opcode == ref::Opcode::Send || p.opcode == ref::Opcode::WriteImm) &&
-        p.stream_id < c.streams) {
+    if (is_void && (p.opcode == ref::Opcode::Send || p.opcode == ref::Opcode::WriteImm) && p.stream_id < c.streams) {
         // [R-REL-9] the VOID of a receive-consuming message cancels its RSN.
         RecvStream& rs = c.rstreams[p.stream_id];
         auto it = rs.recvs.find(p.rsn);
@@ -239,8 +234,7 @@ void EndpointState::on_data(Connection& c, uint16_t path, const ref::Packet& p,
                 job.msn = p.msn;
                 job.source_va = p.remote_va;
                 job.length = p.msg_length;
-                job.total_segments =
-                    p.msg_length == 0 ? 1 : (p.msg_length + c.max_payload - 1) / c.max_payload;
+                job.total_segments = p.msg_length == 0 ? 1 : (p.msg_length + c.max_payload - 1) / c.max_payload;
                 c.responses.push_back(job);
                 break;
             }
@@ -280,8 +274,7 @@ void EndpointState::on_data(Connection& c, uint16_t path, const ref::Packet& p,
     // [R-ACK-3] coalescing within the bounds
     if (r.unacked == 0) r.first_unacked = now;
     ++r.unacked;
-    if (r.unacked >= 16 ||
-        choices->ack_now(r.unacked, now - r.first_unacked, cfg.ack_every, cfg.ack_delay_us)) {
+    if (r.unacked >= 16 || choices->ack_now(r.unacked, now - r.first_unacked, cfg.ack_every, cfg.ack_delay_us)) {
         send_ack(c, path);
     }
 }

@@ -10,11 +10,16 @@ namespace {
 
 ref::Opcode opcode_of(WorkOp op) {
     switch (op) {
-        case WorkOp::Send: return ref::Opcode::Send;
-        case WorkOp::Write: return ref::Opcode::Write;
-        case WorkOp::WriteImm: return ref::Opcode::WriteImm;
-        case WorkOp::Read: return ref::Opcode::ReadReq;
-        case WorkOp::Recv: break;
+        case WorkOp::Send:
+            return ref::Opcode::Send;
+        case WorkOp::Write:
+            return ref::Opcode::Write;
+        case WorkOp::WriteImm:
+            return ref::Opcode::WriteImm;
+        case WorkOp::Read:
+            return ref::Opcode::ReadReq;
+        case WorkOp::Recv:
+            break;
     }
     return ref::Opcode::Send;
 }
@@ -37,8 +42,8 @@ bool EndpointState::has_outstanding_psns(const Connection& c) const {
 
 // ---- building and sending data packets --------------------------------------------------------
 
-static void send_segment(EndpointState& s, Connection& c, uint16_t path, OutstandingPsn& o,
-                         uint32_t psn, bool retransmission) {
+static void send_segment(EndpointState& s, Connection& c, uint16_t path, OutstandingPsn& o, uint32_t psn,
+                         bool retransmission) {
     PathTx& t = c.tx[path];
     const Segment& seg = o.seg;
     ref::Packet p = s.base_packet(c, seg.op, path, t.route, true);
@@ -268,8 +273,7 @@ void EndpointState::fail_work_request(Connection& c, uint16_t stream, uint32_t m
     // Its outstanding, unacknowledged PSNs are voided instead of retransmitted.
     for (auto& t : c.tx)
         for (auto& o : t.out)
-            if (!o.seg.is_response && o.seg.stream == stream && o.seg.msn == msn &&
-                o.state != PsnState::Acked)
+            if (!o.seg.is_response && o.seg.stream == stream && o.seg.msn == msn && o.state != PsnState::Acked)
                 o.void_mode = true;
     complete_sends(c, stream);
 }
@@ -339,8 +343,7 @@ void EndpointState::on_ack(Connection& c, uint16_t path, const ref::Packet& ack)
         ++newly;
         if (o.void_mode || o.seg.is_response) continue;
         if (WorkRequest* wr = find_wr(c, o.seg.stream, o.seg.msn)) {
-            if (wr->op != WorkOp::Read && !wr->failed &&
-                ++wr->segments_acked == wr->total_segments) {
+            if (wr->op != WorkOp::Read && !wr->failed && ++wr->segments_acked == wr->total_segments) {
                 wr->delivered = true;  // [R-REL-10]
             }
         }
@@ -396,8 +399,7 @@ void EndpointState::on_ack(Connection& c, uint16_t path, const ref::Packet& ack)
             canary_used = true;
             o.state = PsnState::Acked;
             if (WorkRequest* wr = find_wr(c, o.seg.stream, o.seg.msn))
-                if (wr->op != WorkOp::Read && ++wr->segments_acked == wr->total_segments)
-                    wr->delivered = true;
+                if (wr->op != WorkOp::Read && ++wr->segments_acked == wr->total_segments) wr->delivered = true;
             continue;
         }
         o.state = PsnState::Lost;  // [R-CC-5]: loss never touches cwnd
@@ -469,8 +471,7 @@ std::optional<Time> EndpointState::path_deadline(const Connection& c, uint16_t p
     if (any_in_flight) {
         consider(std::max(t.last_ack, earliest_tx) + t.rto_current);  // [R-REL-7]
         if (!t.probe_sent_in_period) {                                // [R-REL-6]
-            const uint32_t pto = t.have_sample ? std::max(cfg.pto_min_us, 2 * t.srtt)
-                                               : cfg.rto_init_us / 2;
+            const uint32_t pto = t.have_sample ? std::max(cfg.pto_min_us, 2 * t.srtt) : cfg.rto_init_us / 2;
             consider(std::max(t.last_tx, t.last_ack) + pto);
         }
     }
@@ -534,8 +535,7 @@ void EndpointState::path_timers(Connection& c, uint16_t path) {
         return;
     }
     if (!t.probe_sent_in_period) {  // [R-REL-6]
-        const uint32_t pto = t.have_sample ? std::max(cfg.pto_min_us, 2 * t.srtt)
-                                           : cfg.rto_init_us / 2;
+        const uint32_t pto = t.have_sample ? std::max(cfg.pto_min_us, 2 * t.srtt) : cfg.rto_init_us / 2;
         if (std::max(t.last_tx, t.last_ack) + pto <= now) {
             send_probe(c, path);
             t.probe_sent_in_period = true;

@@ -81,8 +81,8 @@ struct OutstandingPsn {
 
 struct PathTx {
     PathState state = PathState::Active;
-    uint16_t route = 0;          // UDP source port [R-ENC-6]
-    uint32_t fresh_routes = 0;   // k of the route generator [R-PATH-5]
+    uint16_t route = 0;         // UDP source port [R-ENC-6]
+    uint32_t fresh_routes = 0;  // k of the route generator [R-PATH-5]
     uint32_t consecutive_repaths = 0;
     uint32_t snxt = 0;
     uint32_t suna = 0;
@@ -160,13 +160,13 @@ struct ResponseJob {  // a Read being answered [R-PLC-4]
 // ---- the receiving side ----
 
 struct PathRx {
-    uint32_t cpsn = 0;             // [R-HDR-19]
-    std::set<uint32_t> above;      // received PSNs after cpsn (absolute values)
-    uint32_t ce_count = 0;         // [R-ACK-6]
-    uint32_t ts_echo = 0;          // [R-ACK-7]
-    uint32_t unacked = 0;          // accepted since the last ACK [R-ACK-3]
+    uint32_t cpsn = 0;         // [R-HDR-19]
+    std::set<uint32_t> above;  // received PSNs after cpsn (absolute values)
+    uint32_t ce_count = 0;     // [R-ACK-6]
+    uint32_t ts_echo = 0;      // [R-ACK-7]
+    uint32_t unacked = 0;      // accepted since the last ACK [R-ACK-3]
     Time first_unacked = 0;
-    uint16_t reply_route = 0;      // UDP source port of the latest data/PROBE packet [R-ACK-5]
+    uint16_t reply_route = 0;  // UDP source port of the latest data/PROBE packet [R-ACK-5]
 };
 
 struct PostedRecv {
@@ -204,8 +204,8 @@ struct Connection {
     std::vector<SendStream> sstreams;
     std::vector<RecvStream> rstreams;
     std::deque<ResponseJob> responses;
-    uint32_t rr_slot = 0;   // next stream slot of the round robin (slot == streams: responses)
-    uint16_t last_path = 0; // path of the previous new segment [R-PATH-8]
+    uint32_t rr_slot = 0;    // next stream slot of the round robin (slot == streams: responses)
+    uint16_t last_path = 0;  // path of the previous new segment [R-PATH-8]
     bool any_new_segment = false;
 
     // rate ceiling [R-CC-6], [R-CC-7]
@@ -257,8 +257,7 @@ struct EndpointState {
 
     // endpoint.cpp
     void emit(Action a) { out.push_back(std::move(a)); }
-    ref::Packet base_packet(const Connection& c, ref::Opcode op, uint16_t path, uint16_t route,
-                            bool data) const;
+    ref::Packet base_packet(const Connection& c, ref::Opcode op, uint16_t path, uint16_t route, bool data) const;
     void transmit(const Connection& c, const ref::Packet& p, std::span<const uint8_t> payload = {});
     std::optional<Time> next_deadline() const;
     void fire_due_timers();

@@ -80,7 +80,7 @@ struct Config {
     uint32_t connect_tries = 8;
     uint32_t rnr_default_us = 100;
     uint32_t rnr_retry_max = 7;
-    uint16_t rnr_detail = 0;  // Detail this endpoint puts in its RNR NAKs (10 µs units)
+    uint16_t rnr_detail = 0;   // Detail this endpoint puts in its RNR NAKs (10 µs units)
     uint32_t recv_max = 1024;  // receives a stream may have posted ahead [R-PLC-7]
 
     // Test-only canary: a deliberately broken model that never retransmits the first PSN it declares
@@ -151,8 +151,8 @@ struct Receive {  // a frame arrives from the network
 };
 struct AdvanceTime {};  // only moves the clock: timers due at `now` fire
 
-using Event = std::variant<RegisterMemory, DeregisterMemory, WriteMemory, Connect, PostSend,
-                           PostWrite, PostRead, PostRecv, Close, Receive, AdvanceTime>;
+using Event = std::variant<RegisterMemory, DeregisterMemory, WriteMemory, Connect, PostSend, PostWrite, PostRead,
+                           PostRecv, Close, Receive, AdvanceTime>;
 
 // ---- Actions ---------------------------------------------------------------------------------
 
@@ -192,8 +192,7 @@ struct Wakeup {  // call handle(AdvanceTime) at this time (the model's earliest 
     Time at = 0;
 };
 
-using Action = std::variant<Transmit, Completion, MemoryRegistered, PostRejected, ConnectionUp,
-                            ConnectionDown, Wakeup>;
+using Action = std::variant<Transmit, Completion, MemoryRegistered, PostRejected, ConnectionUp, ConnectionDown, Wakeup>;
 
 // ---- Observable state ------------------------------------------------------------------------
 
@@ -232,8 +231,8 @@ struct Counters {
     uint64_t cwnd_decreases = 0;
     uint64_t invalid_acks = 0;      // ACKs/NAKs whose CPSN/PSN was never sent [R-ACK-10]
     uint64_t sack_beyond_snxt = 0;  // ACKs with SACK bits for unsent PSNs, ignored [R-ACK-10]
-    uint64_t foreign_source = 0;  // packets of a connection from another address [R-SEC-10]
-    uint64_t bad_accepts = 0;     // ACCEPTs above this end's offer [R-CONN-3]
+    uint64_t foreign_source = 0;    // packets of a connection from another address [R-SEC-10]
+    uint64_t bad_accepts = 0;       // ACCEPTs above this end's offer [R-CONN-3]
 };
 
 }  // namespace mroce::model

@@ -25,33 +25,51 @@ using ref::Opcode;
 bool slt(uint32_t a, uint32_t b) { return a != b && uint32_t(b - a) < 0x80000000u; }  // [R-PSN-1]
 bool sle(uint32_t a, uint32_t b) { return a == b || slt(a, b); }
 
-constexpr uint32_t kAckCoalesceMax = 16;   // [R-ACK-3]
-constexpr Nanos kAckDelayMax = 16'000;     // ns
-constexpr uint32_t kSpan = 256;            // [R-PSN-4]
-constexpr uint32_t kRepathMax = 3;         // [R-PATH-4]
-constexpr uint32_t kRnrRetryMax = 7;       // [R-PLC-9]
-constexpr uint64_t kKeptPerRule = 20;      // violations listed per rule (all are counted)
-constexpr Nanos kRunning = 50'000;         // real time: a receiver seen running this long is not stalled
+constexpr uint32_t kAckCoalesceMax = 16;  // [R-ACK-3]
+constexpr Nanos kAckDelayMax = 16'000;    // ns
+constexpr uint32_t kSpan = 256;           // [R-PSN-4]
+constexpr uint32_t kRepathMax = 3;        // [R-PATH-4]
+constexpr uint32_t kRnrRetryMax = 7;      // [R-PLC-9]
+constexpr uint64_t kKeptPerRule = 20;     // violations listed per rule (all are counted)
+constexpr Nanos kRunning = 50'000;        // real time: a receiver seen running this long is not stalled
 
 // The requirement a sender breaks when its frame fails stateless validation (section 4).
 const char* rule_for_error(ref::ErrorKind k) {
     using E = ref::ErrorKind;
     switch (k) {
-        case E::Truncated: case E::EtherType: return "R-ENC-2";
-        case E::IpVersion: case E::Ipv4Options: case E::IpLength: case E::Ipv4Checksum:
-        case E::Fragment: return "R-ENC-3";
-        case E::NotUdp: return "R-ENC-1";
-        case E::UdpLength: return "R-ENC-8";
-        case E::UdpPort: return "R-ENC-5";
-        case E::UdpChecksum: return "R-ENC-7";
-        case E::TransportLength: return "R-HDR-7";
-        case E::Version: return "R-HDR-1";
-        case E::Opcode: return "R-HDR-2";
-        case E::Icrc: return "R-HDR-28";
-        case E::Reserved: return "R-CONV-4";
-        case E::PayloadLength: return "R-HDR-11";
-        case E::Range: return "R-HDR-13";
-        case E::SackBase: return "R-HDR-20";
+        case E::Truncated:
+        case E::EtherType:
+            return "R-ENC-2";
+        case E::IpVersion:
+        case E::Ipv4Options:
+        case E::IpLength:
+        case E::Ipv4Checksum:
+        case E::Fragment:
+            return "R-ENC-3";
+        case E::NotUdp:
+            return "R-ENC-1";
+        case E::UdpLength:
+            return "R-ENC-8";
+        case E::UdpPort:
+            return "R-ENC-5";
+        case E::UdpChecksum:
+            return "R-ENC-7";
+        case E::TransportLength:
+            return "R-HDR-7";
+        case E::Version:
+            return "R-HDR-1";
+        case E::Opcode:
+            return "R-HDR-2";
+        case E::Icrc:
+            return "R-HDR-28";
+        case E::Reserved:
+            return "R-CONV-4";
+        case E::PayloadLength:
+            return "R-HDR-11";
+        case E::Range:
+            return "R-HDR-13";
+        case E::SackBase:
+            return "R-HDR-20";
     }
     return "R-VAL-1";
 }
@@ -81,12 +99,12 @@ struct SegFields {
     uint32_t msn = 0, mlen = 0, moff = 0, rsn = 0, rkey = 0, imm = 0;
     uint64_t va = 0;
     static SegFields of(const ref::Packet& p) {
-        return {p.opcode, p.stream_id, p.payload_length, p.msn, p.msg_length, p.msg_offset,
-                p.rsn, p.rkey, p.immediate, p.remote_va};
+        return {p.opcode,     p.stream_id, p.payload_length, p.msn,       p.msg_length,
+                p.msg_offset, p.rsn,       p.rkey,           p.immediate, p.remote_va};
     }
     bool same_except_payload(const SegFields& o) const {
-        return op == o.op && stream == o.stream && msn == o.msn && mlen == o.mlen && moff == o.moff &&
-               rsn == o.rsn && rkey == o.rkey && imm == o.imm && va == o.va;
+        return op == o.op && stream == o.stream && msn == o.msn && mlen == o.mlen && moff == o.moff && rsn == o.rsn &&
+               rkey == o.rkey && imm == o.imm && va == o.va;
     }
 };
 
@@ -210,8 +228,8 @@ struct RxPath {
         uint64_t frame;
         std::string rule, what;
         std::optional<uint32_t> psn;
-        Nanos overdue_seen = -1;  // real time: the receiver's first frame after the deadline
-        Nanos last_running = -1;  // real time: the receiver's latest frame after the deadline
+        Nanos overdue_seen = -1;      // real time: the receiver's first frame after the deadline
+        Nanos last_running = -1;      // real time: the receiver's latest frame after the deadline
         uint64_t duplicate_copy = 0;  // the frame of the copy taken for a duplicate (0: none)
     };
     std::vector<Obligation> at_once;
@@ -324,7 +342,10 @@ std::optional<Ip> parse_ip(const std::string& text) {
         if (g.empty() || g.size() > 4) return std::nullopt;
         unsigned v = 0;
         for (char c : g) {
-            int d = (c >= '0' && c <= '9') ? c - '0' : (c >= 'a' && c <= 'f') ? c - 'a' + 10 : (c >= 'A' && c <= 'F') ? c - 'A' + 10 : -1;
+            int d = (c >= '0' && c <= '9')   ? c - '0'
+                    : (c >= 'a' && c <= 'f') ? c - 'a' + 10
+                    : (c >= 'A' && c <= 'F') ? c - 'A' + 10
+                                             : -1;
             if (d < 0) return std::nullopt;
             v = v * 16 + unsigned(d);
         }
@@ -347,7 +368,7 @@ struct Monitor::State {
     Quality q;
     std::set<Ip> seen, full_set;
     std::vector<std::unique_ptr<Conn>> conns;
-    std::map<std::pair<Ip, uint32_t>, Conn*> by_local;  // (endpoint, its connection ID)
+    std::map<std::pair<Ip, uint32_t>, Conn*> by_local;    // (endpoint, its connection ID)
     std::map<std::pair<Ip, uint16_t>, uint32_t> last_ts;  // the latest timestamp each endpoint sent per route [R-HDR-6]
 
     // The frame being judged.
@@ -374,9 +395,7 @@ struct Monitor::State {
 
     bool full(const Ip& ip) const { return full_set.empty() || full_set.count(ip); }
     bool judged(const Ip& ip) const { return !cfg.judge_only || full_set.count(ip); }
-    Nanos tol(Nanos span = 0) const {
-        return cfg.tolerance + Nanos(cfg.tolerance_prop * double(span));
-    }
+    Nanos tol(Nanos span = 0) const { return cfg.tolerance + Nanos(cfg.tolerance_prop * double(span)); }
     std::string line() const { return ref::canonical(decoded, bytes); }
 
     void check(const char* rule) { ++tally[rule].checked; }
@@ -497,8 +516,12 @@ struct Monitor::State {
         if (judged(src)) stateless(src, p);
         if (!cfg.virtual_time) running(src, decided);
         switch (p.opcode) {
-            case Opcode::Connect: on_connect(src, p); return;
-            case Opcode::Accept: on_accept(src, dst, p); return;
+            case Opcode::Connect:
+                on_connect(src, p);
+                return;
+            case Opcode::Accept:
+                on_accept(src, dst, p);
+                return;
             case Opcode::Reject:
             case Opcode::Disconnect:
             case Opcode::DisconnectAck: {
@@ -508,7 +531,8 @@ struct Monitor::State {
                 }
                 return;
             }
-            default: break;
+            default:
+                break;
         }
         auto it = by_local.find({dst, p.dcid});
         if (it == by_local.end() || !it->second->have_accept) {
@@ -516,9 +540,11 @@ struct Monitor::State {
             // A sender that has a connection with this peer must name the peer's ID [R-HDR-4].
             for (auto& c : conns) {
                 for (int s = 0; s < 2; ++s) {
-                    if (c->have_accept && !c->closing && c->ip[s] == src && c->ip[1 - s] == dst &&
-                        judged(src) && conns.size() == 1) {
-                        require(false, "R-HDR-4", src, "DCID " + hex32(p.dcid) + " names no connection of the peer (its ID is " + hex32(c->id[1 - s]) + ")");
+                    if (c->have_accept && !c->closing && c->ip[s] == src && c->ip[1 - s] == dst && judged(src) &&
+                        conns.size() == 1) {
+                        require(false, "R-HDR-4", src,
+                                "DCID " + hex32(p.dcid) + " names no connection of the peer (its ID is " +
+                                    hex32(c->id[1 - s]) + ")");
                     }
                 }
             }
@@ -535,7 +561,10 @@ struct Monitor::State {
         if (cfg.virtual_time && full(c.ip[r]) && judged(c.ip[r])) expire(c, r, t, true);
         c.last_delivered[r] = t;
         if (p.path_id >= c.paths) {
-            if (judged(src)) require(false, "R-PATH-1", src, "path ID " + std::to_string(p.path_id) + " >= negotiated path count " + std::to_string(c.paths));
+            if (judged(src))
+                require(
+                    false, "R-PATH-1", src,
+                    "path ID " + std::to_string(p.path_id) + " >= negotiated path count " + std::to_string(c.paths));
             return;  // dropped by the receiver [R-SEC-3]
         }
         if (c.closing) return;
@@ -571,7 +600,8 @@ struct Monitor::State {
         const bool ip_level = k == E::IpVersion || k == E::Ipv4Options || k == E::IpLength || k == E::Ipv4Checksum ||
                               k == E::Fragment || k == E::UdpLength;
         const size_t udp_at = (bytes.size() >= 14 && bytes[12] == 0x86 && bytes[13] == 0xdd) ? 54 : 34;
-        const bool our_port = bytes.size() >= udp_at + 4 && (uint16_t(bytes[udp_at + 2] << 8 | bytes[udp_at + 3]) == cfg.udp_port);
+        const bool our_port =
+            bytes.size() >= udp_at + 4 && (uint16_t(bytes[udp_at + 2] << 8 | bytes[udp_at + 3]) == cfg.udp_port);
         if (k == E::Truncated || k == E::EtherType || k == E::NotUdp || k == E::UdpPort || (ip_level && !our_port)) {
             ++q.other_frames;
             return;
@@ -589,7 +619,8 @@ struct Monitor::State {
             return;
         }
         if (!judged(src) || !seen.count(src)) return;  // an injected bad frame, not judged
-        require(false, rule_for_error(k), src, std::string("sent a malformed frame: ") + std::string(ref::error_name(k)));
+        require(false, rule_for_error(k), src,
+                std::string("sent a malformed frame: ") + std::string(ref::error_name(k)));
     }
 
     // ---- stateless rules of a sent frame -----------------------------------------------------------
@@ -601,20 +632,23 @@ struct Monitor::State {
             require(p.ecn == 2 || (!cfg.exact_capture && p.ecn == 3), "R-ENC-9", src,
                     "data packet sent with ECN " + std::to_string(p.ecn) + " (must be ECT(0) = 2)");
         } else {
-            require(p.ecn == 0, "R-ENC-9", src, "non-data packet sent with ECN " + std::to_string(p.ecn) + " (must be Not-ECT)");
+            require(p.ecn == 0, "R-ENC-9", src,
+                    "non-data packet sent with ECN " + std::to_string(p.ecn) + " (must be Not-ECT)");
         }
         // [R-ENC-6]: data, probe and control packets carry the sender's route.
         if (p.opcode != Opcode::Ack && p.opcode != Opcode::Nak)
-            require(p.udp_sport >= 49152, "R-ENC-6", src, "UDP source port " + std::to_string(p.udp_sport) + " outside 49152..65535");
+            require(p.udp_sport >= 49152, "R-ENC-6", src,
+                    "UDP source port " + std::to_string(p.udp_sport) + " outside 49152..65535");
         require(p.udp_checksum == 0, "R-ENC-7", src, "UDP checksum sent non-zero");  // [R-ENC-7]
         // [R-VAL-4]: a conforming sender's frame is exactly what the reference encoder makes of its
         // fields (reserved bits zero, lengths and checksums right), up to the end of the IP packet.
         if (p.udp_checksum == 0) {
             std::vector<uint8_t> payload;
-            if (data) payload.assign(bytes.begin() + p.payload_offset, bytes.begin() + p.payload_offset + p.payload_len);
+            if (data)
+                payload.assign(bytes.begin() + p.payload_offset, bytes.begin() + p.payload_offset + p.payload_len);
             const std::vector<uint8_t> again = ref::encode(p, payload);
-            require(again.size() <= bytes.size() && std::equal(again.begin(), again.end(), bytes.begin()), "R-VAL-4", src,
-                    "the frame is not the canonical encoding of its own fields");
+            require(again.size() <= bytes.size() && std::equal(again.begin(), again.end(), bytes.begin()), "R-VAL-4",
+                    src, "the frame is not the canonical encoding of its own fields");
         }
         // [R-HDR-6]: the sender's clock, so its timestamps never go backwards. A repeated ACCEPT is
         // the first one again, byte for byte ([R-CONN-4], A-28): exempt. Capture order is send
@@ -626,12 +660,16 @@ struct Monitor::State {
         if (repeated_accept) {
         } else if (auto [it, fresh] = last_ts.try_emplace({src, route}, p.timestamp); !fresh) {
             require(!slt(p.timestamp, it->second), "R-HDR-6", src,
-                    "timestamp " + std::to_string(p.timestamp) + " earlier than the sender's previous " + std::to_string(it->second));
+                    "timestamp " + std::to_string(p.timestamp) + " earlier than the sender's previous " +
+                        std::to_string(it->second));
             it->second = p.timestamp;
         }
         if (cfg.strict) {
-            if (!p.ipv6) require(p.ipv4_df, "R-ENC-3", src, "IPv4 DF not set (SHOULD)");
-            else require(p.ipv6_flow_label == (p.udp_sport & 0xfffffu), "R-ENC-4", src, "IPv6 flow label is not the low 20 bits of the source port (SHOULD)");
+            if (!p.ipv6)
+                require(p.ipv4_df, "R-ENC-3", src, "IPv4 DF not set (SHOULD)");
+            else
+                require(p.ipv6_flow_label == (p.udp_sport & 0xfffffu), "R-ENC-4", src,
+                        "IPv6 flow label is not the low 20 bits of the source port (SHOULD)");
         }
     }
 
@@ -641,8 +679,11 @@ struct Monitor::State {
         auto it = by_local.find({src, p.scid});
         if (it != by_local.end()) {  // a retransmitted CONNECT [R-CONN-4]
             Conn& c = *it->second;
-            if (judged(src)) require(p.isn == c.connect.isn && p.path_count == c.connect.path_count && p.stream_count == c.connect.stream_count && p.max_payload == c.connect.max_payload && p.window_cap == c.connect.window_cap,
-                                     "R-CONN-4", src, "a retransmitted CONNECT changed its fields", {c.connect_frame});
+            if (judged(src))
+                require(p.isn == c.connect.isn && p.path_count == c.connect.path_count &&
+                            p.stream_count == c.connect.stream_count && p.max_payload == c.connect.max_payload &&
+                            p.window_cap == c.connect.window_cap,
+                        "R-CONN-4", src, "a retransmitted CONNECT changed its fields", {c.connect_frame});
             return;
         }
         auto c = std::make_unique<Conn>();
@@ -665,7 +706,9 @@ struct Monitor::State {
         Conn& c = *it->second;
         if (c.have_accept) {  // [R-CONN-4]: the same ACCEPT again
             if (judged(src) && c.ip[1] == src)
-                require(p.scid == c.accept.scid && p.isn == c.accept.isn && p.path_count == c.accept.path_count && p.stream_count == c.accept.stream_count && p.max_payload == c.accept.max_payload && p.window_cap == c.accept.window_cap,
+                require(p.scid == c.accept.scid && p.isn == c.accept.isn && p.path_count == c.accept.path_count &&
+                            p.stream_count == c.accept.stream_count && p.max_payload == c.accept.max_payload &&
+                            p.window_cap == c.accept.window_cap,
                         "R-CONN-4", src, "a repeated ACCEPT differs from the first", {c.accept_frame});
             return;
         }
@@ -680,7 +723,8 @@ struct Monitor::State {
         if (judged(src))
             require(p.path_count <= c.connect.path_count && p.stream_count <= c.connect.stream_count &&
                         p.max_payload <= c.connect.max_payload && p.window_cap <= c.connect.window_cap,
-                    "R-CONN-3", src, "ACCEPT offers more than the CONNECT did (the minimum of both offers)", {c.connect_frame});
+                    "R-CONN-3", src, "ACCEPT offers more than the CONNECT did (the minimum of both offers)",
+                    {c.connect_frame});
         c.paths = std::min(p.path_count, c.connect.path_count);
         c.streams = std::min(p.stream_count, c.connect.stream_count);
         c.maxpay = std::min(p.max_payload, c.connect.max_payload);
@@ -708,7 +752,8 @@ struct Monitor::State {
         const Nanos horizon = now - tol() - 1;
         while (!rx.recent.empty() && rx.recent.front().frame <= rx.frontier && rx.recent.front().t < horizon)
             rx.recent.pop_front();
-        while (!rx.again.empty() && rx.again.front().frame <= rx.frontier && rx.again.front().t < horizon) rx.again.pop_front();
+        while (!rx.again.empty() && rx.again.front().frame <= rx.frontier && rx.again.front().t < horizon)
+            rx.again.pop_front();
         auto shrink = [&](std::deque<RxPath::Stamp>& h) {
             while (h.size() > 1 && h[1].frame <= rx.frontier) h.pop_front();
         };
@@ -763,10 +808,14 @@ struct Monitor::State {
         if (!in_window || rx.above.count(psn)) {       // duplicate [R-REL-8]
             // Kept in case the copy it duplicates is refused: in the window, or below CPSN only
             // through a tentative acceptance (a copy the receiver may still NAK).
-            if (in_window || std::any_of(rx.recent.begin(), rx.recent.end(), [&](const RxPath::Accepted& x) { return x.psn == psn; }))
-                rx.again.push_back({now, number, psn, p.ecn == 3, bool(p.flags & ref::kFlagVoid), false, false, p.stream_id, p.msn, p.opcode});
+            if (in_window || std::any_of(rx.recent.begin(), rx.recent.end(),
+                                         [&](const RxPath::Accepted& x) { return x.psn == psn; }))
+                rx.again.push_back({now, number, psn, p.ecn == 3, bool(p.flags & ref::kFlagVoid), false, false,
+                                    p.stream_id, p.msn, p.opcode});
             stamp(rx.ts_hist, rx.ts_any, p.timestamp);
-            at_once(rx, "R-ACK-2", std::string("a duplicate data packet") + (ar ? " with AR" : "") + " must draw an ACK at once", std::nullopt);
+            at_once(rx, "R-ACK-2",
+                    std::string("a duplicate data packet") + (ar ? " with AR" : "") + " must draw an ACK at once",
+                    std::nullopt);
             rx.at_once.back().duplicate_copy = number;
             return;
         }
@@ -781,7 +830,11 @@ struct Monitor::State {
         if (p.opcode == Opcode::ReadReq && !is_void)
             c.dir[r].reads_accepted.push_back({p.stream_id, p.msn, p.msg_length, 0, number});
         if (trigger) {
-            const char* why = ar ? "AR" : gap ? "it leaves a gap" : filled ? "it fills a gap" : ce ? "it carries CE" : "it is a VOID";
+            const char* why = ar       ? "AR"
+                              : gap    ? "it leaves a gap"
+                              : filled ? "it fills a gap"
+                              : ce     ? "it carries CE"
+                                       : "it is a VOID";
             at_once(rx, "R-ACK-2", std::string("an accepted data packet must be ACKed at once: ") + why, psn);
             return;
         }
@@ -791,7 +844,7 @@ struct Monitor::State {
             rx.first_unacked_frame = number;
             check("R-ACK-3");
             rx.coalesce = RxPath::Obligation{now + kAckDelayMax + tol(kAckDelayMax), number, "R-ACK-3",
-                                              "an accepted data packet must be ACKed within ACK_DELAY_MAX (16 us)", psn};
+                                             "an accepted data packet must be ACKed within ACK_DELAY_MAX (16 us)", psn};
         }
         ++rx.unacked;
         if (rx.unacked >= kAckCoalesceMax)
@@ -825,14 +878,16 @@ struct Monitor::State {
         std::string what;
         if (!sle(a.cpsn, rx.cpsn)) {
             ok = false;
-            what = "CPSN " + hex32(a.cpsn) + " claims PSN " + hex32(rx.cpsn + 1) + ", which the receiver has not received";
+            what =
+                "CPSN " + hex32(a.cpsn) + " claims PSN " + hex32(rx.cpsn + 1) + ", which the receiver has not received";
         }
         for (uint32_t i = 1; ok && i < 256; ++i) {
             if (!sack_bit(a, i)) continue;
             const uint32_t psn = a.cpsn + 1 + i;
             if (!has(rx, psn)) {
                 ok = false;
-                what = "SACK bit " + std::to_string(i) + " claims PSN " + hex32(psn) + ", which the receiver has not received";
+                what = "SACK bit " + std::to_string(i) + " claims PSN " + hex32(psn) +
+                       ", which the receiver has not received";
             }
         }
         // The frontier moves to the latest delivered packet this ACK reflects (in virtual time:
@@ -853,7 +908,8 @@ struct Monitor::State {
             for (uint32_t x = a.cpsn + 1; slt(a.cpsn, x) && sle(x, rx.cpsn) && ok; ++x) {
                 if (!claimed(x) && !recent_psn(x)) {
                     ok = false;
-                    what = "PSN " + hex32(x) + " was received but this ACK (CPSN " + hex32(a.cpsn) + ") does not report it";
+                    what = "PSN " + hex32(x) + " was received but this ACK (CPSN " + hex32(a.cpsn) +
+                           ") does not report it";
                 }
             }
             for (uint32_t x : rx.above) {
@@ -883,21 +939,28 @@ struct Monitor::State {
             for (const auto& x : rx.recent)
                 if (x.ce && may_lag(rx, x)) --lagged;
             require(uint32_t(a.ce_count - lagged) <= uint32_t(rx.ce_count - lagged), "R-ACK-6", who,
-                    "CE count " + std::to_string(a.ce_count) + " but " + std::to_string(rx.ce_count) + " CE-marked packets were accepted", because);
+                    "CE count " + std::to_string(a.ce_count) + " but " + std::to_string(rx.ce_count) +
+                        " CE-marked packets were accepted",
+                    because);
         }
         // [R-ACK-7] timestamp echo; [R-ACK-5] reply route: the latest stamp at or before the
         // frontier, or a later one.
         prune(rx);
         require(stamp_allowed(rx.ts_hist, rx.ts_any, a.ts_echo), "R-ACK-7", who,
-                "timestamp echo " + std::to_string(a.ts_echo) + " is not the timestamp of the latest data or PROBE packet of the path (" +
-                    (rx.ts_hist.empty() ? std::string("-") : std::to_string(rx.ts_hist.back().value)) + ")", because);
+                "timestamp echo " + std::to_string(a.ts_echo) +
+                    " is not the timestamp of the latest data or PROBE packet of the path (" +
+                    (rx.ts_hist.empty() ? std::string("-") : std::to_string(rx.ts_hist.back().value)) + ")",
+                because);
         require(stamp_allowed(rx.route_hist, rx.route_any, a.udp_sport), "R-ACK-5", who,
                 "ACK sent from UDP port " + std::to_string(a.udp_sport) + ", not the path's reply route " +
-                    (rx.route_hist.empty() ? std::string("-") : std::to_string(rx.route_hist.back().value)), because);
+                    (rx.route_hist.empty() ? std::string("-") : std::to_string(rx.route_hist.back().value)),
+                because);
         // Obligations met by this ACK.
         for (auto it = rx.at_once.begin(); it != rx.at_once.end();) {
-            if (!it->psn || claimed(*it->psn) || !has(rx, *it->psn)) it = rx.at_once.erase(it);
-            else ++it;
+            if (!it->psn || claimed(*it->psn) || !has(rx, *it->psn))
+                it = rx.at_once.erase(it);
+            else
+                ++it;
         }
         if (rx.coalesce) {
             choice("R-ACK-3: ACKs coalesced up to " + std::to_string(rx.unacked) + " packets");
@@ -915,23 +978,28 @@ struct Monitor::State {
         require(stamp_allowed(rx.route_hist, rx.route_any, n.udp_sport), "R-ACK-5", who,
                 "NAK sent from UDP port " + std::to_string(n.udp_sport) + ", not the path's reply route");
         // The refused packet is one just accepted (tentatively) by the shadow.
-        auto it = std::find_if(rx.recent.begin(), rx.recent.end(), [&](const RxPath::Accepted& x) { return x.psn == n.nak_psn; });
+        auto it = std::find_if(rx.recent.begin(), rx.recent.end(),
+                               [&](const RxPath::Accepted& x) { return x.psn == n.nak_psn; });
         check("R-ACK-8");
         if (it == rx.recent.end()) {
-            violate("R-ACK-8", who, "NAK for PSN " + hex32(n.nak_psn) + ", which is not a data packet the receiver just refused");
+            violate("R-ACK-8", who,
+                    "NAK for PSN " + hex32(n.nak_psn) + ", which is not a data packet the receiver just refused");
             return;
         }
         const RxPath::Accepted x = *it;
-        require(!x.is_void, "R-SEC-9", who, "a VOID packet was refused (VOIDs are accepted without content checks)", {x.frame});
-        require(!x.claimed, "R-PLC-8", who, "PSN " + hex32(x.psn) + " was reported received by an ACK before this NAK refused it", {x.frame});
+        require(!x.is_void, "R-SEC-9", who, "a VOID packet was refused (VOIDs are accepted without content checks)",
+                {x.frame});
+        require(!x.claimed, "R-PLC-8", who,
+                "PSN " + hex32(x.psn) + " was reported received by an ACK before this NAK refused it", {x.frame});
         // [R-SEC-7]: every packet of a refused message gets the same code (RNR may change).
         if (n.nak_code != uint8_t(ref::NakCode::Rnr)) {
             auto key = std::make_pair(x.stream, x.msn);
             auto [pos, fresh] = d.nak_code.try_emplace(key, n.nak_code, number);
             if (!fresh)
-                require(pos->second.first == n.nak_code || n.nak_code == uint8_t(ref::NakCode::InvalidRequest), "R-SEC-7", who,
-                        "packets of one message refused with different codes", {pos->second.second});
-            else check("R-SEC-7");
+                require(pos->second.first == n.nak_code || n.nak_code == uint8_t(ref::NakCode::InvalidRequest),
+                        "R-SEC-7", who, "packets of one message refused with different codes", {pos->second.second});
+            else
+                check("R-SEC-7");
         }
         // Undo the tentative acceptance: the NAKed PSN stays a hole.
         unmark(rx, x.psn);
@@ -964,7 +1032,8 @@ struct Monitor::State {
             std::erase_if(rx.at_once, [&](const RxPath::Obligation& o) { return o.duplicate_copy == y.frame; });
             mark(rx, y.psn);
             if (y.ce) ++rx.ce_count;
-            auto pos = std::find_if(rx.recent.begin(), rx.recent.end(), [&](const RxPath::Accepted& r) { return r.frame > y.frame; });
+            auto pos = std::find_if(rx.recent.begin(), rx.recent.end(),
+                                    [&](const RxPath::Accepted& r) { return r.frame > y.frame; });
             rx.recent.insert(pos, y);
             break;
         }
@@ -993,21 +1062,23 @@ struct Monitor::State {
         // [R-REL-7]: the RTO cannot expire before RTO (>= RTO_MIN, or RTO_INIT before a sample,
         // doubled per backoff) after the later of the last ACK and the earliest in-flight send.
         Nanos earliest = INT64_MAX;
-        uint32_t earliest_ts = 0;  // the sender's own clock of that transmission (BTH timestamp)
+        uint32_t earliest_ts = 0;          // the sender's own clock of that transmission (BTH timestamp)
         uint16_t expired_route = t.route;  // the route the expired PSNs went out on
         for (const auto& o : t.out)
             if (o.state == PsnState::InFlight && o.last_tx < earliest)
                 earliest = o.last_tx, earliest_ts = o.last_tx_ts, expired_route = o.sport;
         uint64_t base_us = t.have_sample ? cfg.rto_min_us : cfg.rto_init_us;
         for (uint32_t i = 0; i < t.backoff && base_us < cfg.rto_max_us; ++i) base_us *= 2;
-        base_us = std::min<uint64_t>(base_us, std::max(cfg.rto_max_us, t.have_sample ? cfg.rto_min_us : cfg.rto_init_us));
+        base_us =
+            std::min<uint64_t>(base_us, std::max(cfg.rto_max_us, t.have_sample ? cfg.rto_min_us : cfg.rto_init_us));
         if (earliest != INT64_MAX && rnr_unsettled(t) && p.udp_sport == t.route) {
             // Real time, RNR activity, and no re-path: not an RTO (an expiry re-paths) but, most
             // likely, the retry of an RNR NAK that the tap recorded after the sender had processed
             // it. This PSN is taken as lost; the timers and the path state are not judged here.
             indeterminate("R-REL-7");
             indeterminate("R-PATH-4");
-            if (TxPath::Out* o = t.find(p.psn); o && o->state == PsnState::InFlight) o->state = PsnState::Lost, o->acked_at = now;
+            if (TxPath::Out* o = t.find(p.psn); o && o->state == PsnState::InFlight)
+                o->state = PsnState::Lost, o->acked_at = now;
             return;
         }
         if (earliest != INT64_MAX && rnr_unsettled(t)) {
@@ -1017,13 +1088,19 @@ struct Monitor::State {
             // timestamps say when it sent them. Only the in-flight send is known on that clock.
             const uint32_t waited = p.timestamp - earliest_ts;
             require(uint64_t(waited) + uint64_t(tol(Nanos(base_us) * 1000) / 1000) >= base_us, "R-REL-7", who,
-                    "retransmission before any loss evidence and before the RTO could expire (" + std::to_string(waited) +
-                        " us after the earliest in-flight send, by the sender's own timestamps; RTO >= " + std::to_string(base_us) + " us)", {why_frame});
+                    "retransmission before any loss evidence and before the RTO could expire (" +
+                        std::to_string(waited) +
+                        " us after the earliest in-flight send, by the sender's own timestamps; RTO >= " +
+                        std::to_string(base_us) + " us)",
+                    {why_frame});
         } else if (earliest != INT64_MAX) {
             const Nanos from = std::max(earliest, t.last_ack);
             const Nanos due = from + Nanos(base_us) * 1000;
             require(now + tol(Nanos(base_us) * 1000) >= due, "R-REL-7", who,
-                    "retransmission before any loss evidence and before the RTO could expire (" + std::to_string((now - from) / 1000) + " us after the last ACK or send, RTO >= " + std::to_string(base_us) + " us)", {why_frame});
+                    "retransmission before any loss evidence and before the RTO could expire (" +
+                        std::to_string((now - from) / 1000) +
+                        " us after the last ACK or send, RTO >= " + std::to_string(base_us) + " us)",
+                    {why_frame});
         }
         // The expiry declares the PSNs then in flight lost. A copy that already went out on the new
         // route (earlier in this burst: a PSN lost by a gap, held by the window until the expiry
@@ -1047,14 +1124,19 @@ struct Monitor::State {
                 const TxPath& o = d.tx[q2];
                 if (q2 != path && o.state == PathState::Active && o.last_ack > previous && o.have_route) {
                     require(p.udp_sport == o.route, "R-PATH-5", who,
-                            "a FAILED path must adopt the route of path " + std::to_string(q2) + " (" + std::to_string(o.route) + "), ACTIVE and acknowledged since its previous re-path", {o.last_ack_frame});
+                            "a FAILED path must adopt the route of path " + std::to_string(q2) + " (" +
+                                std::to_string(o.route) + "), ACTIVE and acknowledged since its previous re-path",
+                            {o.last_ack_frame});
                     choice("R-PATH-5: FAILED path adopted a working route");
                     return;
                 }
             }
         }
         require(!t.have_route || p.udp_sport != expired_route, "R-PATH-4", who,
-                "RTO expiry of path " + std::to_string(path) + " without a re-path (the retransmission keeps UDP source port " + std::to_string(expired_route) + ")", {why_frame});
+                "RTO expiry of path " + std::to_string(path) +
+                    " without a re-path (the retransmission keeps UDP source port " + std::to_string(expired_route) +
+                    ")",
+                {why_frame});
         choice("R-PATH-5: fresh route on re-path");
     }
 
@@ -1067,13 +1149,23 @@ struct Monitor::State {
         const SegFields f = SegFields::of(p);
         const uint32_t psn = p.psn;
         // Rules of every data packet.
-        if (j) require(p.payload_length <= c.maxpay, "R-HDR-8", who, "payload " + std::to_string(p.payload_length) + " above the negotiated Max Payload " + std::to_string(c.maxpay));
-        if (j) require(is_void || p.opcode == Opcode::ReadReq ||
-                           (c.maxpay && p.msg_offset % c.maxpay == 0 &&
-                            p.payload_length == std::min<uint32_t>(c.maxpay, p.msg_length - p.msg_offset)),
-                       "R-HDR-14", who, "segment at offset " + std::to_string(p.msg_offset) + " with " + std::to_string(p.payload_length) + " bytes does not follow the segmentation of a " + std::to_string(p.msg_length) + "-byte message");
-        if (j && p.opcode == Opcode::ReadReq) require(p.msg_offset == 0 && p.payload_length == 0, "R-HDR-15", who, "READ_REQ with an offset or payload");
-        if (j && p.stream_id >= c.streams) require(false, "R-MEM-4", who, "data on stream " + std::to_string(p.stream_id) + " >= negotiated stream count");
+        if (j)
+            require(p.payload_length <= c.maxpay, "R-HDR-8", who,
+                    "payload " + std::to_string(p.payload_length) + " above the negotiated Max Payload " +
+                        std::to_string(c.maxpay));
+        if (j)
+            require(is_void || p.opcode == Opcode::ReadReq ||
+                        (c.maxpay && p.msg_offset % c.maxpay == 0 &&
+                         p.payload_length == std::min<uint32_t>(c.maxpay, p.msg_length - p.msg_offset)),
+                    "R-HDR-14", who,
+                    "segment at offset " + std::to_string(p.msg_offset) + " with " + std::to_string(p.payload_length) +
+                        " bytes does not follow the segmentation of a " + std::to_string(p.msg_length) +
+                        "-byte message");
+        if (j && p.opcode == Opcode::ReadReq)
+            require(p.msg_offset == 0 && p.payload_length == 0, "R-HDR-15", who, "READ_REQ with an offset or payload");
+        if (j && p.stream_id >= c.streams)
+            require(false, "R-MEM-4", who,
+                    "data on stream " + std::to_string(p.stream_id) + " >= negotiated stream count");
         // A retransmission first tells what the sender's timers did: an RNR wait ended, or, when
         // the PSN was still in flight, an RTO expired [R-REL-7] (which declared the path's
         // in-flight PSNs lost).
@@ -1108,12 +1200,19 @@ struct Monitor::State {
                 // necessarily one that was in flight). The path is SUSPECT from then on [R-PATH-6].
                 const bool expired = o->state == PsnState::InFlight || (t.have_route && p.udp_sport != t.route);
                 if (o->state == PsnState::RnrWait) {
-                    if (j) require(decided + tol() >= o->rnr_until, "R-PLC-9", who, "PSN " + hex32(psn) + " retransmitted " + std::to_string((o->rnr_until - decided) / 1000) + " us before its RNR wait ended", {o->nak_frame});
+                    if (j)
+                        require(decided + tol() >= o->rnr_until, "R-PLC-9", who,
+                                "PSN " + hex32(psn) + " retransmitted " +
+                                    std::to_string((o->rnr_until - decided) / 1000) + " us before its RNR wait ended",
+                                {o->nak_frame});
                     o->state = PsnState::Lost;
                 }
                 if (expired) {
-                    if (j) infer_rto(c, s, p.path_id, p, o->tx_frame);
-                    else for (auto& x : t.out) if (x.state == PsnState::InFlight) x.state = PsnState::Lost;
+                    if (j)
+                        infer_rto(c, s, p.path_id, p, o->tx_frame);
+                    else
+                        for (auto& x : t.out)
+                            if (x.state == PsnState::InFlight) x.state = PsnState::Lost;
                 }
             }
         }
@@ -1126,7 +1225,10 @@ struct Monitor::State {
             while (!t.cwnd_before.empty() && t.cwnd_before.front().first < decided - tol()) t.cwnd_before.pop_front();
             for (const auto& [at, w] : t.cwnd_before) window = std::max(window, w);
             if (settled(t, -1) && !rnr_unsettled(t)) {
-                require(inflight < window, "R-CC-3", who, std::to_string(inflight) + " PSNs in flight on path " + std::to_string(p.path_id) + " with cwnd " + std::to_string(window), {t.last_ack_frame});
+                require(inflight < window, "R-CC-3", who,
+                        std::to_string(inflight) + " PSNs in flight on path " + std::to_string(p.path_id) +
+                            " with cwnd " + std::to_string(window),
+                        {t.last_ack_frame});
             } else {
                 indeterminate("R-CC-3");
             }
@@ -1139,7 +1241,9 @@ struct Monitor::State {
                 // Below SUNA: acknowledged and forgotten. A violation once the sender surely knew.
                 if (j) {
                     if (cfg.virtual_time || t.suna_time < decided - tol())
-                        require(false, "R-REL-3", who, "PSN " + hex32(psn) + " was retransmitted after it was acknowledged", {t.last_ack_frame});
+                        require(false, "R-REL-3", who,
+                                "PSN " + hex32(psn) + " was retransmitted after it was acknowledged",
+                                {t.last_ack_frame});
                     else
                         indeterminate("R-REL-3");
                 }
@@ -1149,30 +1253,47 @@ struct Monitor::State {
                 ++q.tap_loss;  // the tap missed its first transmission
                 indeterminate("R-REL-5");
             } else if (j) {
-                require(o != nullptr, "R-REL-5", who, "retransmission of PSN " + hex32(psn) + ", which was never sent on path " + std::to_string(p.path_id));
+                require(o != nullptr, "R-REL-5", who,
+                        "retransmission of PSN " + hex32(psn) + ", which was never sent on path " +
+                            std::to_string(p.path_id));
             }
             if (!o) return;
-            if (j) require(is_void ? f.same_except_payload(o->seg) && p.payload_length == 0 : f.same_except_payload(o->seg) && f.plen == o->seg.plen,
-                           is_void ? "R-HDR-16" : "R-REL-5", who, std::string(is_void ? "the VOID of PSN " : "the retransmission of PSN ") + hex32(psn) + " does not repeat the segment first sent with it", {o->tx_frame});
+            if (j)
+                require(is_void ? f.same_except_payload(o->seg) && p.payload_length == 0
+                                : f.same_except_payload(o->seg) && f.plen == o->seg.plen,
+                        is_void ? "R-HDR-16" : "R-REL-5", who,
+                        std::string(is_void ? "the VOID of PSN " : "the retransmission of PSN ") + hex32(psn) +
+                            " does not repeat the segment first sent with it",
+                        {o->tx_frame});
             if (o->state == PsnState::Acked) {
                 if (j) {
-                    if (cfg.virtual_time || o->acked_at < decided - tol()) require(false, "R-REL-3", who, "PSN " + hex32(psn) + " was retransmitted after it was acknowledged", {o->ack_frame});
-                    else indeterminate("R-REL-3");
+                    if (cfg.virtual_time || o->acked_at < decided - tol())
+                        require(false, "R-REL-3", who,
+                                "PSN " + hex32(psn) + " was retransmitted after it was acknowledged", {o->ack_frame});
+                    else
+                        indeterminate("R-REL-3");
                 }
             } else {
                 if (j) check("R-REL-3");
                 if (is_void) {
-                    if (j) require(o->void_mode, "R-REL-9", who, "VOID of PSN " + hex32(psn) + " whose work request did not fail", {o->tx_frame});
+                    if (j)
+                        require(o->void_mode, "R-REL-9", who,
+                                "VOID of PSN " + hex32(psn) + " whose work request did not fail", {o->tx_frame});
                 } else if (o->void_mode && j) {
-                    if (cfg.virtual_time || o->void_since < decided - tol()) require(false, "R-REL-9", who, "PSN " + hex32(psn) + " of a failed work request retransmitted instead of voided", {o->nak_frame});
+                    if (cfg.virtual_time || o->void_since < decided - tol())
+                        require(false, "R-REL-9", who,
+                                "PSN " + hex32(psn) + " of a failed work request retransmitted instead of voided",
+                                {o->nak_frame});
                 }
                 // [R-REL-5]: retransmissions of a path in PSN order.
                 if (j) {
                     bool lower_waiting = false;
                     for (uint32_t i = 0; i < t.out.size() && t.suna + i != psn; ++i)
-                        lower_waiting = lower_waiting || (t.out[i].state == PsnState::Lost && !(t.out[i].void_mode && !o->void_mode) &&
-                                                          (cfg.virtual_time || t.out[i].acked_at < decided - tol()));
-                    require(!lower_waiting, "R-REL-5", who, "PSN " + hex32(psn) + " retransmitted while a lower lost PSN of the path waits");
+                        lower_waiting = lower_waiting ||
+                                        (t.out[i].state == PsnState::Lost && !(t.out[i].void_mode && !o->void_mode) &&
+                                         (cfg.virtual_time || t.out[i].acked_at < decided - tol()));
+                    require(!lower_waiting, "R-REL-5", who,
+                            "PSN " + hex32(psn) + " retransmitted while a lower lost PSN of the path waits");
                 }
             }
             refresh_credit(c, d);  // [R-CC-10]: not held by the credit, but it consumes it
@@ -1222,7 +1343,9 @@ struct Monitor::State {
                 ++q.tap_loss;  // the tap missed the PSNs between
                 indeterminate("R-PSN-2");
             } else {
-                require(psn == t.snxt, "R-PSN-2", who, "new PSN " + hex32(psn) + " on path " + std::to_string(p.path_id) + ", expected " + hex32(t.snxt));
+                require(
+                    psn == t.snxt, "R-PSN-2", who,
+                    "new PSN " + hex32(psn) + " on path " + std::to_string(p.path_id) + ", expected " + hex32(t.snxt));
             }
         }
         if (slt(psn, t.snxt)) {
@@ -1237,8 +1360,11 @@ struct Monitor::State {
         }
         if (j) {
             // [R-PSN-4] span, [R-PATH-3] ACTIVE only, [R-REL-5] no new data while a loss waits.
-            require(slt(psn, t.suna + kSpan), "R-PSN-4", who, "PSN " + hex32(psn) + " beyond SUNA " + hex32(t.suna) + " + 256", {t.last_ack_frame});
-            require(t.state == PathState::Active, "R-PATH-3", who, "new data on path " + std::to_string(p.path_id) + " while it is " + (t.state == PathState::Suspect ? "SUSPECT" : "FAILED") + " (after an RTO, before an ACK)");
+            require(slt(psn, t.suna + kSpan), "R-PSN-4", who,
+                    "PSN " + hex32(psn) + " beyond SUNA " + hex32(t.suna) + " + 256", {t.last_ack_frame});
+            require(t.state == PathState::Active, "R-PATH-3", who,
+                    "new data on path " + std::to_string(p.path_id) + " while it is " +
+                        (t.state == PathState::Suspect ? "SUSPECT" : "FAILED") + " (after an RTO, before an ACK)");
             bool waiting = false, rnr_over = false;
             uint64_t lost_frame = 0, rnr_frame = 0;
             for (const auto& o : t.out) {
@@ -1253,8 +1379,14 @@ struct Monitor::State {
                     rnr_frame = o.nak_frame;
                 }
             }
-            require(!rnr_over, "R-PLC-9", who, "new data on path " + std::to_string(p.path_id) + " after an RNR wait ended without the PSN's retransmission", {rnr_frame});
-            require(!waiting, "R-REL-5", who, "new data on path " + std::to_string(p.path_id) + " while a lost PSN of the path waits for retransmission", {lost_frame});
+            require(!rnr_over, "R-PLC-9", who,
+                    "new data on path " + std::to_string(p.path_id) +
+                        " after an RNR wait ended without the PSN's retransmission",
+                    {rnr_frame});
+            require(!waiting, "R-REL-5", who,
+                    "new data on path " + std::to_string(p.path_id) +
+                        " while a lost PSN of the path waits for retransmission",
+                    {lost_frame});
             // [R-PATH-8] record whether the default round robin would have picked this path.
             uint16_t rr = p.path_id;
             const uint16_t start = d.any_new ? uint16_t((d.last_path + 1) % c.paths) : 0;
@@ -1268,7 +1400,8 @@ struct Monitor::State {
                     break;
                 }
             }
-            choice(rr == p.path_id ? "R-PATH-8: new segment on the default round-robin path" : "R-PATH-8: new segment on another ACTIVE path with room");
+            choice(rr == p.path_id ? "R-PATH-8: new segment on the default round-robin path"
+                                   : "R-PATH-8: new segment on another ACTIVE path with room");
         }
         (void)inflight;
         // [R-CC-7], [R-CC-8]: a new data packet only while the credit is not negative.
@@ -1278,13 +1411,17 @@ struct Monitor::State {
         } else if (rate_limited(d)) {
             // The sender's clock and lag: judged only while the hint is surely known to it and
             // surely not expired.
-            const bool settled_hint = cfg.virtual_time || (d.hint_time <= decided - tol() && decided - d.hint_time <= Nanos(cfg.hint_ttl_us) * 1000 - tol());
+            const bool settled_hint =
+                cfg.virtual_time ||
+                (d.hint_time <= decided - tol() && decided - d.hint_time <= Nanos(cfg.hint_ttl_us) * 1000 - tol());
             if (j && !settled_hint) {
                 indeterminate("R-CC-7");
             } else if (j) {
                 const int64_t slack = int64_t(d.ceiling) * (tol() / 1000);
                 require(d.credit + slack >= 0, "R-CC-7", who,
-                        "new data with the rate credit at " + std::to_string(d.credit) + " bits under a ceiling of " + std::to_string(d.ceiling) + " Mb/s", {d.hint_frame});
+                        "new data with the rate credit at " + std::to_string(d.credit) + " bits under a ceiling of " +
+                            std::to_string(d.ceiling) + " Mb/s",
+                        {d.hint_frame});
             }
             d.credit -= int64_t(8) * p.payload_length;
         }
@@ -1294,7 +1431,10 @@ struct Monitor::State {
         SegKey key{p.opcode == Opcode::ReadResp, p.stream_id, p.msn, p.msg_offset};
         if (j && whole) {
             auto [pos, fresh] = d.seg_owner.try_emplace(key, p.path_id, psn);
-            require(fresh, "R-REL-5", who, "segment (stream " + std::to_string(p.stream_id) + ", MSN " + std::to_string(p.msn) + ", offset " + std::to_string(p.msg_offset) + ") sent again under a new PSN (first: path " + std::to_string(pos->second.first) + " PSN " + hex32(pos->second.second) + ")");
+            require(fresh, "R-REL-5", who,
+                    "segment (stream " + std::to_string(p.stream_id) + ", MSN " + std::to_string(p.msn) + ", offset " +
+                        std::to_string(p.msg_offset) + ") sent again under a new PSN (first: path " +
+                        std::to_string(pos->second.first) + " PSN " + hex32(pos->second.second) + ")");
         }
         TxPath::Out o;
         o.seg = f;
@@ -1323,11 +1463,14 @@ struct Monitor::State {
             for (const auto& [at, cw] : t.cwnd_before)
                 if (at >= decided - tol() && at <= w.open_at) window = std::max(window, cw);
             const bool room = uint64_t(w.open_inflight) + (psn - w.open_snxt) < window;
-            if (decided - tol() <= w.open_at && room) w.end_hi = t.snxt;
-            else w.open_at = -1;
+            if (decided - tol() <= w.open_at && room)
+                w.end_hi = t.snxt;
+            else
+                w.open_at = -1;
         }
         // A period split off to end above SUNA, closed with no PSN there: no such end.
-        std::erase_if(t.cc, [](const TxPath::Cc& w) { return w.in_decrease && w.open_at < 0 && slt(w.end_hi, w.end_lo); });
+        std::erase_if(t.cc,
+                      [](const TxPath::Cc& w) { return w.in_decrease && w.open_at < 0 && slt(w.end_hi, w.end_lo); });
         t.prune_cc();
         d.any_new = true;
         d.last_path = p.path_id;
@@ -1343,7 +1486,13 @@ struct Monitor::State {
             auto& q2 = d.reads_accepted;
             const bool ok = !q2.empty() && q2.front().stream == p.stream_id && q2.front().msn == p.msn &&
                             q2.front().mlen == p.msg_length && q2.front().next_off == p.msg_offset;
-            if (j) require(ok, "R-PLC-4", who, q2.empty() ? std::string("READ_RESP that answers no accepted READ_REQ") : "READ_RESP out of order: expected stream " + std::to_string(q2.front().stream) + " MSN " + std::to_string(q2.front().msn) + " offset " + std::to_string(q2.front().next_off), q2.empty() ? std::vector<uint64_t>{} : std::vector<uint64_t>{q2.front().frame});
+            if (j)
+                require(ok, "R-PLC-4", who,
+                        q2.empty()
+                            ? std::string("READ_RESP that answers no accepted READ_REQ")
+                            : "READ_RESP out of order: expected stream " + std::to_string(q2.front().stream) + " MSN " +
+                                  std::to_string(q2.front().msn) + " offset " + std::to_string(q2.front().next_off),
+                        q2.empty() ? std::vector<uint64_t>{} : std::vector<uint64_t>{q2.front().frame});
             if (ok) {
                 q2.front().next_off += std::max<uint32_t>(p.payload_length, 1);
                 if (q2.front().next_off >= q2.front().mlen) q2.pop_front();
@@ -1361,9 +1510,17 @@ struct Monitor::State {
         if (st.open && d.failed.count({p.stream_id, st.cur_msn}) && (failure_known(st.cur_msn) || p.msn != st.cur_msn))
             st.open = false;  // abandoned
         if (st.open) {
-            const bool ok = p.msn == st.cur_msn && p.msg_offset == st.cur_next_off && f.same_except_payload(SegFields{st.cur_first.op, st.cur_first.stream, 0, st.cur_first.msn, st.cur_first.mlen, p.msg_offset, st.cur_first.rsn, st.cur_first.rkey, st.cur_first.imm, st.cur_first.va});
-            if (j) require(ok, "R-CC-9", who, "stream " + std::to_string(p.stream_id) + ": expected the segment at offset " + std::to_string(st.cur_next_off) + " of MSN " + std::to_string(st.cur_msn) + " (work requests are segmented in posting order, with the same headers)");
-            if (!ok && p.msn != st.cur_msn) st.open = false;
+            const bool ok = p.msn == st.cur_msn && p.msg_offset == st.cur_next_off &&
+                            f.same_except_payload(SegFields{st.cur_first.op, st.cur_first.stream, 0, st.cur_first.msn,
+                                                            st.cur_first.mlen, p.msg_offset, st.cur_first.rsn,
+                                                            st.cur_first.rkey, st.cur_first.imm, st.cur_first.va});
+            if (j)
+                require(ok, "R-CC-9", who,
+                        "stream " + std::to_string(p.stream_id) + ": expected the segment at offset " +
+                            std::to_string(st.cur_next_off) + " of MSN " + std::to_string(st.cur_msn) +
+                            " (work requests are segmented in posting order, with the same headers)");
+            if (!ok && p.msn != st.cur_msn)
+                st.open = false;
             else {
                 st.cur_next_off = p.msg_offset + std::max<uint32_t>(p.payload_length, 1);
                 if (st.cur_next_off >= st.cur_mlen) st.open = false;
@@ -1371,8 +1528,15 @@ struct Monitor::State {
             }
         }
         // A new message: the stream's next MSN, from offset 0 [R-HDR-10]; the next RSN [R-HDR-17].
-        if (j) require(p.msn == st.next_msn && p.msg_offset == 0, "R-HDR-10", who, "new message MSN " + std::to_string(p.msn) + " at offset " + std::to_string(p.msg_offset) + " on stream " + std::to_string(p.stream_id) + ", expected MSN " + std::to_string(st.next_msn) + " at offset 0");
-        if (j && consumes) require(p.rsn == st.next_rsn, "R-HDR-17", who, "RSN " + std::to_string(p.rsn) + ", expected " + std::to_string(st.next_rsn) + " (RSNs count the stream's receive-consuming messages)");
+        if (j)
+            require(p.msn == st.next_msn && p.msg_offset == 0, "R-HDR-10", who,
+                    "new message MSN " + std::to_string(p.msn) + " at offset " + std::to_string(p.msg_offset) +
+                        " on stream " + std::to_string(p.stream_id) + ", expected MSN " + std::to_string(st.next_msn) +
+                        " at offset 0");
+        if (j && consumes)
+            require(p.rsn == st.next_rsn, "R-HDR-17", who,
+                    "RSN " + std::to_string(p.rsn) + ", expected " + std::to_string(st.next_rsn) +
+                        " (RSNs count the stream's receive-consuming messages)");
         if (j) require(!failure_known(p.msn), "R-REL-9", who, "a new segment of a failed work request");
         st.next_msn = p.msn + 1;
         if (consumes) st.next_rsn = p.rsn + 1;
@@ -1396,7 +1560,8 @@ struct Monitor::State {
         d.failed.try_emplace({stream, msn}, now, number);
         for (auto& t : d.tx)
             for (auto& o : t.out)
-                if (!o.key.response && o.key.stream == stream && o.key.msn == msn && o.state != PsnState::Acked && !o.void_mode) {
+                if (!o.key.response && o.key.stream == stream && o.key.msn == msn && o.state != PsnState::Acked &&
+                    !o.void_mode) {
                     o.void_mode = true;
                     o.void_since = now;
                     o.nak_frame = number;
@@ -1419,7 +1584,8 @@ struct Monitor::State {
         {
             const int64_t max = int64_t(8) * 16 * c.maxpay;
             if (rate_limited(d) && a.rate_hint != 0 && d.credit != INT64_MIN)
-                d.credit = std::min<int64_t>(max, d.credit + int64_t(std::max(d.ceiling, a.rate_hint)) * ((now - d.credit_time) / 1000));
+                d.credit = std::min<int64_t>(
+                    max, d.credit + int64_t(std::max(d.ceiling, a.rate_hint)) * ((now - d.credit_time) / 1000));
             else
                 d.credit = max;
             d.credit_time = now;
@@ -1601,4 +1767,3 @@ std::vector<std::string> Monitor::fully_judged() const {
 }
 
 }  // namespace mroce::monitor
-

@@ -63,16 +63,16 @@ struct Config {
 };
 
 struct Violation {
-    std::string rule;            // "R-ACK-4"
-    uint64_t frame = 0;          // frame number of the offending frame (or the one that ended the wait)
-    std::string line;            // its canonical line
-    std::string what;            // one sentence
+    std::string rule;               // "R-ACK-4"
+    uint64_t frame = 0;             // frame number of the offending frame (or the one that ended the wait)
+    std::string line;               // its canonical line
+    std::string what;               // one sentence
     std::vector<uint64_t> because;  // earlier frames that put the endpoint in this state
-    std::string endpoint;        // the judged endpoint's IP
+    std::string endpoint;           // the judged endpoint's IP
 };
 
 struct RuleTally {
-    uint64_t checked = 0;        // instances judged
+    uint64_t checked = 0;  // instances judged
     uint64_t violated = 0;
     uint64_t indeterminate = 0;  // instances that could not be judged from this view
 };

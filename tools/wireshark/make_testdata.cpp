@@ -435,8 +435,7 @@ int reencode(const std::string& in, const std::string& out, uint16_t port) {
     if (!r.ok() || f.wire_len != f.bytes.size()) continue;
     Packet p = r.packet;
     p.udp_dport = port;
-    const std::span<const uint8_t> payload =
-        std::span<const uint8_t>(f.bytes).subspan(p.payload_offset, p.payload_len);
+    const std::span<const uint8_t> payload = std::span<const uint8_t>(f.bytes).subspan(p.payload_offset, p.payload_len);
     std::vector<uint8_t> bytes = mroce::ref::encode(p, payload, p.udp_checksum != 0);
     const uint32_t n = static_cast<uint32_t>(bytes.size());
     result.push_back({std::move(bytes), n});

@@ -76,17 +76,17 @@ private:
     std::unique_ptr<AgentLink> link_;
     std::string label_;
     std::chrono::milliseconds timeout_;
-    std::string broken_;             // why the connection is unusable ("" while it is fine)
+    std::string broken_;               // why the connection is unusable ("" while it is fine)
     std::set<uint32_t> live_regions_;  // handles registered and not deregistered (lie checks)
 };
 
 struct AgentDutOptions {
-    std::string agent;        // control: "unix:/path" or "HOST:PORT"
-    std::string wire;         // the runner's DPDK port spec: "af_packet:mra0", "memif:client:/x.sock", ...
+    std::string agent;  // control: "unix:/path" or "HOST:PORT"
+    std::string wire;   // the runner's DPDK port spec: "af_packet:mra0", "memif:client:/x.sock", ...
     uint32_t timeout_ms = 2000;
     uint32_t link_wait_ms = 5000;  // the wire port must be up within this (memif: the peer connects)
-    std::string lcores = "0";  // EAL of this process
-    std::string file_prefix;   // EAL --file-prefix; empty: "mroce-conform-<pid>"
+    std::string lcores = "0";      // EAL of this process
+    std::string file_prefix;       // EAL --file-prefix; empty: "mroce-conform-<pid>"
     // receive(): only UDP over IPv4/IPv6 frames from the DUT's MAC (not its host stack's ARP,
     // neighbour discovery or ICMP, nor the runner's own frames looped back).
     bool dut_frames_only = true;
@@ -106,7 +106,9 @@ public:
     void run_until(Micros t) override;
 
     void listen(bool on) override { client_.listen(on); }
-    uint32_t connect(const model::Address& peer, const ConnOffer& offer) override { return client_.connect(peer, offer); }
+    uint32_t connect(const model::Address& peer, const ConnOffer& offer) override {
+        return client_.connect(peer, offer);
+    }
     Region reg_mr(uint64_t length, uint32_t access) override { return client_.reg_mr(length, access); }
     void dereg_mr(uint32_t handle) override { client_.dereg_mr(handle); }
     void write_mem(uint32_t region, uint64_t offset, std::span<const uint8_t> bytes) override {

@@ -92,8 +92,7 @@ class AgentServer {
 public:
     // Opens a Device over `io` and `clock` (which must outlive the server), and again on every
     // reset. Throws std::runtime_error when the Device cannot be opened.
-    AgentServer(const DeviceConfig& config, io::PacketIo& io, const io::Clock& clock,
-                AgentServerOptions options = {});
+    AgentServer(const DeviceConfig& config, io::PacketIo& io, const io::Clock& clock, AgentServerOptions options = {});
     ~AgentServer();
     AgentServer(const AgentServer&) = delete;
     AgentServer& operator=(const AgentServer&) = delete;

@@ -82,7 +82,7 @@ Capture read_capture_bytes(std::span<const uint8_t> data, const std::string& nam
 // Writes a pcap file: nanosecond timestamps, Ethernet link type. Frames are buffered; flush() or
 // close() pushes them to the file. The destructor closes quietly (call close() to see errors).
 class CaptureWriter {
-  public:
+public:
     static constexpr uint32_t kSnaplen = 65535;
 
     explicit CaptureWriter(const std::string& path);  // creates / truncates; throws CaptureError
@@ -101,7 +101,7 @@ class CaptureWriter {
     const std::string& path() const { return path_; }
     uint64_t frames_written() const { return frames_written_; }
 
-  private:
+private:
     struct Impl;
     std::string path_;
     std::unique_ptr<Impl> impl_;

@@ -29,9 +29,9 @@ struct DutError : std::runtime_error {
 // What a DUT declares about itself; scripts name what they need (`# dut:` header) and a test whose
 // needs are not met is "unsupported", never failed.
 struct DutInfo {
-    std::string name;                       // e.g. "mroce-engine 0.1 (inproc)"
-    model::Address address;                 // the DUT's MAC and IP
-    uint16_t udp_port = 4793;               // [R-ENC-5]
+    std::string name;          // e.g. "mroce-engine 0.1 (inproc)"
+    model::Address address;    // the DUT's MAC and IP
+    uint16_t udp_port = 4793;  // [R-ENC-5]
     uint16_t max_paths = 256, max_streams = 65535, max_payload = 8192, window_cap = 256;
     std::vector<std::string> ops = {"send", "write", "write_imm", "read"};
     // Timer values the DUT is configured with, in µs, where the spec lets them be configured
@@ -45,7 +45,7 @@ struct DutInfo {
     // DUT's port itself reassembles or holds them (DPDK's af_packet PMD asks the kernel to
     // defragment: a lone fragment never gets through), so [R-ENC-3] cannot be tested through it.
     bool ipv4_fragments = true;
-    bool virtual_time = false;              // true: frames take 0 µs and the DUT never stalls
+    bool virtual_time = false;  // true: frames take 0 µs and the DUT never stalls
 };
 
 struct WireFrame {

@@ -23,10 +23,10 @@ struct RandomOptions {
     uint64_t seed = 1;
     uint32_t runs = 20;
     harness::SimKnobs knobs = harness::campaign_defaults();
-    std::string canary;        // as InprocOptions::canary: a broken DUT the campaign must catch
+    std::string canary;  // as InprocOptions::canary: a broken DUT the campaign must catch
     bool shrink = true;
     uint32_t shrink_budget = 400;  // reruns
-    std::string out_dir;       // where a failing run's trace goes ("" : none)
+    std::string out_dir;           // where a failing run's trace goes ("" : none)
 };
 
 struct RandomRun {
@@ -36,8 +36,8 @@ struct RandomRun {
     std::vector<std::string> harness_failures;   // the harness's checks (completions, memory)
     std::map<std::string, monitor::RuleTally> tally;
     uint64_t frames = 0;
-    size_t ops = 0, fates = 0;                   // of the (shrunk) scenario
-    std::string trace;                           // the shrunk failing scenario, if written
+    size_t ops = 0, fates = 0;  // of the (shrunk) scenario
+    std::string trace;          // the shrunk failing scenario, if written
 };
 
 // Reruns a scenario written by a failing run (harness trace text, its input part) through the

@@ -34,15 +34,15 @@ struct RunOptions {
     // timer refiring at one instant forever) fails the test after this many DUT steps at one
     // instant, instead of hanging the runner.
     uint64_t max_steps_at_one_instant = 20000;
-    uint64_t timeout_us = 50000;   // a test's default time limit (its `# timeout:` overrides)
-    uint64_t linger_us = 300;      // the DUT runs on this long after the last line
-    bool strict = false;           // run SHOULD-level tests and checks
+    uint64_t timeout_us = 50000;  // a test's default time limit (its `# timeout:` overrides)
+    uint64_t linger_us = 300;     // the DUT runs on this long after the last line
+    bool strict = false;          // run SHOULD-level tests and checks
     // Judge the lines that assume the spec's default choice (`default=`) as requirements: for a
     // DUT that makes the defaults (our engine, like the model). Otherwise such a line, unmet, makes
     // the test unsupported.
     bool assume_defaults = false;
-    std::string out_dir;           // per-test pcap and canonical trace ("" to keep none)
-    model::Address tester;         // the tester's MAC and IP
+    std::string out_dir;    // per-test pcap and canonical trace ("" to keep none)
+    model::Address tester;  // the tester's MAC and IP
     uint32_t tester_isn = 0xffffffe0;
 };
 
@@ -53,13 +53,13 @@ struct TestResult {
     std::string id, title, path;
     std::vector<std::string> requires_;
     Outcome outcome = Outcome::Pass;
-    std::vector<std::string> messages;       // why it failed / was unsupported
+    std::vector<std::string> messages;  // why it failed / was unsupported
     std::vector<monitor::Violation> violations;
-    std::vector<std::string> choices;        // implementation choices the monitor saw [R-CONF-2]
+    std::vector<std::string> choices;  // implementation choices the monitor saw [R-CONF-2]
     std::map<std::string, monitor::RuleTally> tally;
     uint64_t frames = 0;
-    uint64_t duration_us = 0;                // on the DUT's clock
-    std::string pcap, trace;                 // files kept
+    uint64_t duration_us = 0;  // on the DUT's clock
+    std::string pcap, trace;   // files kept
 };
 
 // Whether the DUT meets the script's `# dut:` qualifiers; the reason when it does not.

@@ -44,8 +44,8 @@ struct TimeSpec {
         Any,       // `*`: an expectation with no time bound but the test's timeout
     };
     Base base = Base::Relative;
-    Expr lo;                  // `t` or the start of `lo..hi`
-    std::optional<Expr> hi;   // a range; an expectation without one must be met at `lo` +- tolerance
+    Expr lo;                 // `t` or the start of `lo..hi`
+    std::optional<Expr> hi;  // a range; an expectation without one must be met at `lo` +- tolerance
 };
 
 // One `name=value` constraint or setting. For expectations: `*` matches anything, `a..b` a range,
@@ -55,29 +55,29 @@ struct Field {
     enum class Kind : uint8_t { Value, Any, Range, OneOf, Names };
     std::string name;
     Kind kind = Kind::Value;
-    Expr value;                  // Value; Range lo
-    Expr hi;                     // Range hi
-    std::vector<Expr> choices;   // OneOf
+    Expr value;                      // Value; Range lo
+    Expr hi;                         // Range hi
+    std::vector<Expr> choices;       // OneOf
     std::vector<std::string> names;  // Names (flags, sack bits as written)
-    std::string text;            // the value as written
+    std::string text;                // the value as written
 };
 
 struct Line {
     enum class Kind : uint8_t {
-        Inject,     // `<`  a frame from the tester to the DUT
-        Expect,     // `>`  a frame from the DUT that must come (other frames may come between)
-        ExpectNone, // `> none ...`  no matching frame from the DUT in the time window
-        Action,     // `!`  the DUT's control channel: post, close, listen, fill, ...
-        Await,      // `?`  a completion, an event, memory contents or a counter of the DUT
-        Directive,  // no time: `connect`, `mr`, `auto_ack`, `payload`
+        Inject,      // `<`  a frame from the tester to the DUT
+        Expect,      // `>`  a frame from the DUT that must come (other frames may come between)
+        ExpectNone,  // `> none ...`  no matching frame from the DUT in the time window
+        Action,      // `!`  the DUT's control channel: post, close, listen, fill, ...
+        Await,       // `?`  a completion, an event, memory contents or a counter of the DUT
+        Directive,   // no time: `connect`, `mr`, `auto_ack`, `payload`
     };
     int lineno = 0;
     Kind kind = Kind::Directive;
     TimeSpec time;
-    std::string verb;     // opcode name (WRITE, ACK, data, any, ...), action or directive name
-    std::vector<std::string> args;   // bare words after the verb (region names, `on`, ...)
+    std::string verb;               // opcode name (WRITE, ACK, data, any, ...), action or directive name
+    std::vector<std::string> args;  // bare words after the verb (region names, `on`, ...)
     std::vector<Field> fields;
-    std::string as;       // `as NAME`: remember the matched frame's fields as $NAME.field
+    std::string as;  // `as NAME`: remember the matched frame's fields as $NAME.field
     // What a `>` or `> none` line assumes beyond the MUSTs (the monitor judges every frame anyway):
     //   `should=R-CC-11`   a DUT that follows that SHOULD rule (a work-conserving sender fills its
     //                      window). Unmet: the test is unsupported without --strict, failed with it.
@@ -86,7 +86,7 @@ struct Line {
     enum class Assumes : uint8_t { Nothing, Should, Default };
     Assumes assumes = Assumes::Nothing;
     std::string assumed_rule;  // the requirement ID named by should= / default=
-    std::string text;     // the line as written (for reports)
+    std::string text;          // the line as written (for reports)
 };
 
 // `# dut: paths>=4 ops=read maxpay>=4096` — what the DUT must support for the test to run.
@@ -105,7 +105,7 @@ struct Script {
     bool should = false;                 // `# level: should`: only run with --strict
     double tolerance_us = -1;            // `# tolerance: 20us 10%` (-1: the runner's default)
     double tolerance_prop = -1;
-    uint64_t timeout_us = 0;             // `# timeout: 200000` (0: the runner's default)
+    uint64_t timeout_us = 0;  // `# timeout: 200000` (0: the runner's default)
     std::vector<Line> lines;
 };
 

@@ -18,8 +18,8 @@ class TestWatchdog {
 public:
     // on_expire(label, budget): print what a user needs (which test, how to replay it). The
     // process then exits with `exit_code`. A budget of 0 disables the watchdog.
-    TestWatchdog(std::chrono::milliseconds budget, std::function<void(const std::string&, std::chrono::milliseconds)> on_expire,
-                 int exit_code);
+    TestWatchdog(std::chrono::milliseconds budget,
+                 std::function<void(const std::string&, std::chrono::milliseconds)> on_expire, int exit_code);
     ~TestWatchdog();
     TestWatchdog(const TestWatchdog&) = delete;
     TestWatchdog& operator=(const TestWatchdog&) = delete;

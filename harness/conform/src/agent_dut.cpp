@@ -73,10 +73,12 @@ public:
                 return line;
             }
             scanned_ = buf_.size();
-            if (buf_.size() > agent::kMaxLine + 1) throw std::runtime_error("response line longer than the protocol allows");
+            if (buf_.size() > agent::kMaxLine + 1)
+                throw std::runtime_error("response line longer than the protocol allows");
             const auto now = Clock::now();
             const uint64_t left =
-                now < deadline ? uint64_t(std::chrono::duration_cast<std::chrono::microseconds>(deadline - now).count()) : 0;
+                now < deadline ? uint64_t(std::chrono::duration_cast<std::chrono::microseconds>(deadline - now).count())
+                               : 0;
             pollfd p{fd_, POLLIN, 0};
             const timespec ts{time_t(left / 1000000), long(left % 1000000) * 1000};
             const int r = ::ppoll(&p, 1, &ts, nullptr);
@@ -129,9 +131,7 @@ public:
         : prefix_(prefix), verb_(verb), raw_(raw) {
         try {
             line_ = agent::parse_line(raw);
-        } catch (const agent::SyntaxError& e) {
-            lie(e.what());
-        }
+        } catch (const agent::SyntaxError& e) { lie(e.what()); }
     }
     const agent::Line& line() const { return line_; }
     [[noreturn]] void lie(const std::string& why) const {
@@ -253,9 +253,7 @@ std::string AgentClient::read_response_line(const std::string& request, Clock::t
         std::optional<std::string> line;
         try {
             line = link_->read_line(idle ? 50 : 10000);
-        } catch (const std::exception& e) {
-            fail(verb + ": " + e.what());
-        }
+        } catch (const std::exception& e) { fail(verb + ": " + e.what()); }
         if (line) return *line;
         if (Clock::now() >= deadline)
             fail("stalled: no response to '" + shorten(request, 80) + "' within " + std::to_string(timeout_.count()) +
@@ -269,9 +267,7 @@ std::vector<std::string> AgentClient::request(const std::string& line, unsigned 
     if (!link_) throw DutError("agent " + label_ + ": " + verb + ": not usable after: " + broken_);
     try {
         link_->send_line(line);
-    } catch (const std::exception& e) {
-        fail(verb + ": " + e.what());
-    }
+    } catch (const std::exception& e) { fail(verb + ": " + e.what()); }
     const auto deadline = Clock::now() + timeout_;
     std::vector<std::string> out{read_response_line(line, deadline)};
     const std::string& first = out[0];
@@ -338,7 +334,8 @@ DutInfo AgentClient::info() {
     d.rto_min_us = uint32_t(r.num("rto_min_us", UINT32_MAX));
     d.rto_init_us = uint32_t(r.num("rto_init_us", UINT32_MAX));
     d.rto_max_us = uint32_t(r.num("rto_max_us", UINT32_MAX));
-    if (d.rto_init_us < d.rto_min_us || d.rto_max_us < d.rto_min_us) r.lie("rto_min_us above rto_init_us or rto_max_us");
+    if (d.rto_init_us < d.rto_min_us || d.rto_max_us < d.rto_min_us)
+        r.lie("rto_min_us above rto_init_us or rto_max_us");
     d.rnr_default_us = uint32_t(r.num("rnr_default_us", UINT32_MAX));
     d.peer_timeout_us = uint32_t(r.num("peer_timeout_us", UINT32_MAX));
     // Optional (added later in version 1): an agent that does not declare them has the spec's.
@@ -358,9 +355,10 @@ void AgentClient::listen(bool on) { request(on ? "listen on" : "listen off"); }
 
 uint32_t AgentClient::connect(const model::Address& peer, const ConnOffer& offer) {
     using agent::field;
-    const auto lines = request("connect mac=" + agent::mac_text(peer.mac) + " ip=" + agent::ip_text(peer.ipv6, peer.ip) +
-                               " " + field("paths", offer.paths) + " " + field("streams", offer.streams) + " " +
-                               field("max_payload", offer.max_payload) + " " + field("window_cap", offer.window_cap));
+    const auto lines =
+        request("connect mac=" + agent::mac_text(peer.mac) + " ip=" + agent::ip_text(peer.ipv6, peer.ip) + " " +
+                field("paths", offer.paths) + " " + field("streams", offer.streams) + " " +
+                field("max_payload", offer.max_payload) + " " + field("window_cap", offer.window_cap));
     return uint32_t(Resp("agent " + label_ + ": ", "connect", lines[0]).num("conn", UINT32_MAX));
 }
 
@@ -374,8 +372,10 @@ Region AgentClient::reg_mr(uint64_t length, uint32_t access) {
     g.rkey = uint32_t(r.num("rkey", UINT32_MAX));
     g.length = r.num("length");
     g.access = uint32_t(r.num("access", UINT32_MAX));
-    if (g.length != length) r.lie("length " + std::to_string(g.length) + " is not the " + std::to_string(length) + " asked for");
-    if (g.access != access) r.lie("access " + std::to_string(g.access) + " is not the " + std::to_string(access) + " asked for");
+    if (g.length != length)
+        r.lie("length " + std::to_string(g.length) + " is not the " + std::to_string(length) + " asked for");
+    if (g.access != access)
+        r.lie("access " + std::to_string(g.access) + " is not the " + std::to_string(access) + " asked for");
     if (g.va > UINT64_MAX - length) r.lie("va + length beyond 2^64");
     if (live_regions_.count(g.handle)) r.lie("handle " + std::to_string(g.handle) + " names a live region already");
     live_regions_.insert(g.handle);
@@ -409,7 +409,8 @@ std::vector<uint8_t> AgentClient::read_mem(uint32_t region, uint64_t offset, uin
         Resp r(prefix, "read_mem", lines[0]);
         const auto bytes = agent::from_hex(r.text("data"));
         if (!bytes) r.lie("data is not hex");
-        if (bytes->size() != n) r.lie(std::to_string(bytes->size()) + " bytes, not the " + std::to_string(n) + " asked for");
+        if (bytes->size() != n)
+            r.lie(std::to_string(bytes->size()) + " bytes, not the " + std::to_string(n) + " asked for");
         out.insert(out.end(), bytes->begin(), bytes->end());
         done += n;
     } while (done < length);
@@ -459,7 +460,8 @@ std::vector<DutEvent> AgentClient::poll_events() {
     const std::string prefix = "agent " + label_ + ": ";
     std::vector<DutEvent> out;
     for (size_t rounds = 0; rounds < 1024; ++rounds) {
-        const auto lines = request("poll_events " + agent::field("max", agent::kDefaultRecords), agent::kDefaultRecords);
+        const auto lines =
+            request("poll_events " + agent::field("max", agent::kDefaultRecords), agent::kDefaultRecords);
         for (size_t i = 1; i < lines.size(); ++i) {
             Resp r(prefix, "poll_events", lines[i]);
             if (r.line().verb != "ev") r.lie("record " + std::to_string(i) + " is not an 'ev' line");
@@ -532,19 +534,19 @@ AgentDut::AgentDut(const AgentDutOptions& options)
     dpdk::IoOptions io;
     io.ports = {options.wire};
     io.eal.lcores = options.lcores;
-    io.eal.file_prefix = options.file_prefix.empty() ? "mroce-conform-" + std::to_string(getpid()) : options.file_prefix;
+    io.eal.file_prefix =
+        options.file_prefix.empty() ? "mroce-conform-" + std::to_string(getpid()) : options.file_prefix;
     io.mbufs = 4096;
     io.udp_port = info_.udp_port;
     wire_ = std::make_unique<Wire>();
     try {
         wire_->ctx = std::make_unique<dpdk::IoContext>(io);
-    } catch (const std::exception& e) {
-        throw DutError("wire " + options.wire + ": " + e.what());
-    }
+    } catch (const std::exception& e) { throw DutError("wire " + options.wire + ": " + e.what()); }
     const auto until = Clock::now() + std::chrono::milliseconds(options.link_wait_ms);
     while (!wire_->ctx->port(0).link_up()) {
         if (Clock::now() >= until)
-            throw DutError("wire " + options.wire + ": link still down after " + std::to_string(options.link_wait_ms) + " ms");
+            throw DutError("wire " + options.wire + ": link still down after " + std::to_string(options.link_wait_ms) +
+                           " ms");
         std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
     client_.idle = [this] { poll_wire(); };
@@ -562,7 +564,8 @@ void AgentDut::send(std::span<const uint8_t> frame) {
     uint8_t* d = frame.size() <= UINT16_MAX ? dpdk::append(m, uint16_t(frame.size())) : nullptr;
     if (!d) {
         rte_pktmbuf_free(m);
-        throw DutError("wire " + options_.wire + ": a " + std::to_string(frame.size()) + "-byte frame does not fit an mbuf");
+        throw DutError("wire " + options_.wire + ": a " + std::to_string(frame.size()) +
+                       "-byte frame does not fit an mbuf");
     }
     std::memcpy(d, frame.data(), frame.size());
     if (wire_->ctx->port(0).tx_all(&m, 1) != 1)
@@ -585,7 +588,8 @@ bool AgentDut::poll_wire() {
                 if (b.size() < 14 + 20 + 8) continue;
                 if (!std::equal(info_.address.mac.begin(), info_.address.mac.end(), b.begin() + 6)) continue;
                 const uint16_t type = uint16_t(b[12] << 8 | b[13]);
-                const bool udp = (type == 0x0800 && b[14 + 9] == 17) || (type == 0x86DD && b.size() >= 14 + 40 + 8 && b[14 + 6] == 17);
+                const bool udp = (type == 0x0800 && b[14 + 9] == 17) ||
+                                 (type == 0x86DD && b.size() >= 14 + 40 + 8 && b[14 + 6] == 17);
                 if (!udp) continue;
             }
             pending_.push_back(std::move(f));

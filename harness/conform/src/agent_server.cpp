@@ -62,11 +62,14 @@ Line parse_line(std::string_view text) {
         if (i == text.size()) break;
         const size_t start = i;
         while (i < text.size() && !blank(text[i]) && text[i] != '=' && text[i] != '"') ++i;
-        if (i < text.size() && text[i] == '"') throw SyntaxError("quote outside a value at column " + std::to_string(i + 1));
+        if (i < text.size() && text[i] == '"')
+            throw SyntaxError("quote outside a value at column " + std::to_string(i + 1));
         if (i == text.size() || blank(text[i])) {  // a word
             std::string word(text.substr(start, i - start));
-            if (first) line.verb = std::move(word);
-            else line.words.push_back(std::move(word));
+            if (first)
+                line.verb = std::move(word);
+            else
+                line.words.push_back(std::move(word));
             first = false;
             continue;
         }
@@ -225,15 +228,12 @@ bool parse_ip(std::string_view s, bool& ipv6, std::array<uint8_t, 16>& ip) {
 
 namespace {
 constexpr std::pair<model::WorkOp, std::string_view> kOps[] = {
-    {model::WorkOp::Send, "send"},
-    {model::WorkOp::Write, "write"},
-    {model::WorkOp::WriteImm, "write_imm"},
-    {model::WorkOp::Read, "read"},
-    {model::WorkOp::Recv, "recv"},
+    {model::WorkOp::Send, "send"}, {model::WorkOp::Write, "write"}, {model::WorkOp::WriteImm, "write_imm"},
+    {model::WorkOp::Read, "read"}, {model::WorkOp::Recv, "recv"},
 };
 constexpr model::Status kStatuses[] = {
-    model::Status::Success,      model::Status::LocalLength,      model::Status::RemoteAccess,
-    model::Status::RemoteInvalid, model::Status::RemoteLength,    model::Status::RnrRetryExceeded,
+    model::Status::Success,          model::Status::LocalLength,  model::Status::RemoteAccess,
+    model::Status::RemoteInvalid,    model::Status::RemoteLength, model::Status::RnrRetryExceeded,
     model::Status::ConnectionFailed, model::Status::Flushed,      model::Status::Canceled,
 };
 }  // namespace
@@ -262,9 +262,9 @@ std::string_view decode_error_text(size_t kind) { return ref::error_name(static_
 
 const std::vector<std::string_view>& required_counters() {
     static const std::vector<std::string_view> names = {
-        "unknown_dcid", "bad_path",    "out_of_window", "duplicates",   "naks_sent",
-        "naks_received", "acks_sent",  "data_sent",     "retransmissions", "voids_sent",
-        "probes_sent",  "repaths",     "placed_bytes",  "ce_marks_seen", "cwnd_decreases",
+        "unknown_dcid",  "bad_path",  "out_of_window", "duplicates",      "naks_sent",
+        "naks_received", "acks_sent", "data_sent",     "retransmissions", "voids_sent",
+        "probes_sent",   "repaths",   "placed_bytes",  "ce_marks_seen",   "cwnd_decreases",
         "decode_errors",  // the sum of decode_errors.<KIND>
     };
     return names;
@@ -333,11 +333,16 @@ void no_words(const agent::Line& line) {
 
 model::WorkOp op_of(WcOpcode op) {
     switch (op) {
-        case WcOpcode::Send: return model::WorkOp::Send;
-        case WcOpcode::Write: return model::WorkOp::Write;
-        case WcOpcode::WriteImm: return model::WorkOp::WriteImm;
-        case WcOpcode::Read: return model::WorkOp::Read;
-        case WcOpcode::Recv: return model::WorkOp::Recv;
+        case WcOpcode::Send:
+            return model::WorkOp::Send;
+        case WcOpcode::Write:
+            return model::WorkOp::Write;
+        case WcOpcode::WriteImm:
+            return model::WorkOp::WriteImm;
+        case WcOpcode::Read:
+            return model::WorkOp::Read;
+        case WcOpcode::Recv:
+            return model::WorkOp::Recv;
     }
     return model::WorkOp::Send;
 }
@@ -395,9 +400,9 @@ std::string AgentServer::handle(std::string_view request) {
 
 std::string AgentServer::dispatch(const agent::Line& line) {
     const std::string& v = line.verb;
-    static constexpr std::string_view kVerbs[] = {"hello",    "info",        "listen",  "connect", "reg_mr",
-                                                  "dereg_mr", "write_mem",   "read_mem", "post",   "poll_cq",
-                                                  "poll_events", "close",    "counters", "reset",  "quit"};
+    static constexpr std::string_view kVerbs[] = {"hello",       "info",      "listen",   "connect", "reg_mr",
+                                                  "dereg_mr",    "write_mem", "read_mem", "post",    "poll_cq",
+                                                  "poll_events", "close",     "counters", "reset",   "quit"};
     if (std::find(std::begin(kVerbs), std::end(kVerbs), v) == std::end(kVerbs))
         throw Fail{"unknown", "no request '" + v + "' (protocol version " + std::to_string(agent::kVersion) + ")"};
     if (v == "listen") {
@@ -475,7 +480,8 @@ std::string AgentServer::do_connect(const agent::Line& line) {
     const auto mac = agent::parse_mac(a.text("mac"));
     if (!mac) throw Fail{"bad_arg", "connect: bad mac '" + a.text("mac") + "'"};
     peer.mac = *mac;
-    if (!agent::parse_ip(a.text("ip"), peer.ipv6, peer.ip)) throw Fail{"bad_arg", "connect: bad ip '" + a.text("ip") + "'"};
+    if (!agent::parse_ip(a.text("ip"), peer.ipv6, peer.ip))
+        throw Fail{"bad_arg", "connect: bad ip '" + a.text("ip") + "'"};
     ConnParams offer;
     offer.paths = uint16_t(a.num_or("paths", UINT16_MAX, 4));
     offer.streams = uint16_t(a.num_or("streams", UINT16_MAX, 4));
@@ -492,7 +498,8 @@ std::string AgentServer::do_reg_mr(const agent::Line& line) {
     const uint64_t length = a.num("length", UINT64_MAX);
     const uint32_t acc = uint32_t(a.num("access", kAllAccess));
     if (length > options_.max_region_bytes)
-        throw Fail{"no_resources", "reg_mr: length above this agent's limit of " + std::to_string(options_.max_region_bytes)};
+        throw Fail{"no_resources",
+                   "reg_mr: length above this agent's limit of " + std::to_string(options_.max_region_bytes)};
     const uint64_t bytes = std::max<uint64_t>(kPage, (length + kPage - 1) / kPage * kPage);
     std::unique_ptr<uint8_t, Freer> mem(static_cast<uint8_t*>(std::aligned_alloc(kPage, bytes)));
     if (!mem) throw Fail{"no_resources", "reg_mr: cannot allocate " + std::to_string(bytes) + " bytes"};
@@ -503,8 +510,8 @@ std::string AgentServer::do_reg_mr(const agent::Line& line) {
     regions_[mr.lkey] = MemRegion{mem.get(), mr.iova, length, mr.rkey, acc};
     memory_.push_back(std::move(mem));
     return "ok " + agent::field("handle", mr.lkey) + " " + agent::hex_field("va", mr.iova) + " " +
-           agent::hex_field("rkey", mr.rkey) + " " + agent::field("length", length) + " " + agent::field("access", acc) +
-           "\n";
+           agent::hex_field("rkey", mr.rkey) + " " + agent::field("length", length) + " " +
+           agent::field("access", acc) + "\n";
 }
 
 std::string AgentServer::do_dereg_mr(const agent::Line& line) {
@@ -567,8 +574,10 @@ std::string AgentServer::do_post(const agent::Line& line) {
         a.forbid("remote_va", "for send or recv");
         a.forbid("rkey", "for send or recv");
     }
-    if (*op == model::WorkOp::WriteImm) imm = uint32_t(a.num("imm", UINT32_MAX));
-    else a.forbid("imm", "but for write_imm");
+    if (*op == model::WorkOp::WriteImm)
+        imm = uint32_t(a.num("imm", UINT32_MAX));
+    else
+        a.forbid("imm", "but for write_imm");
     // The buffer goes to the DUT as given: an unknown region or a range outside it is the DUT's to
     // refuse ([R-MEM-4]). Our handles are lkeys, so even an unknown one translates.
     auto it = regions_.find(region);
@@ -576,11 +585,21 @@ std::string AgentServer::do_post(const agent::Line& line) {
     const Sge sge{base + offset, length, region};
     Result r = Result::Ok;
     switch (*op) {
-        case model::WorkOp::Send: r = device_->post_send(conn, stream, wr_id, sge); break;
-        case model::WorkOp::Write: r = device_->post_write(conn, stream, wr_id, sge, remote_va, rkey); break;
-        case model::WorkOp::WriteImm: r = device_->post_write_imm(conn, stream, wr_id, sge, remote_va, rkey, imm); break;
-        case model::WorkOp::Read: r = device_->post_read(conn, stream, wr_id, sge, remote_va, rkey); break;
-        case model::WorkOp::Recv: r = device_->post_recv(conn, stream, wr_id, sge); break;
+        case model::WorkOp::Send:
+            r = device_->post_send(conn, stream, wr_id, sge);
+            break;
+        case model::WorkOp::Write:
+            r = device_->post_write(conn, stream, wr_id, sge, remote_va, rkey);
+            break;
+        case model::WorkOp::WriteImm:
+            r = device_->post_write_imm(conn, stream, wr_id, sge, remote_va, rkey, imm);
+            break;
+        case model::WorkOp::Read:
+            r = device_->post_read(conn, stream, wr_id, sge, remote_va, rkey);
+            break;
+        case model::WorkOp::Recv:
+            r = device_->post_recv(conn, stream, wr_id, sge);
+            break;
     }
     if (r == Result::Ok) return "ok\n";
     return "ok " + agent::field("refused", result_name(r)) + "\n";

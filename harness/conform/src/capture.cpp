@@ -29,9 +29,7 @@ struct PcapCloser {
 };
 using PcapPtr = std::unique_ptr<pcap_t, PcapCloser>;
 
-[[noreturn]] void fail(const std::string& name, const std::string& what) {
-    throw CaptureError(name + ": " + what);
-}
+[[noreturn]] void fail(const std::string& name, const std::string& what) { throw CaptureError(name + ": " + what); }
 
 [[noreturn]] void fail_frame(const std::string& name, uint64_t number, const std::string& what) {
     fail(name, "frame " + std::to_string(number) + ": " + what);
@@ -47,9 +45,8 @@ std::string one_line(const char* msg) {
 }
 
 uint32_t load32(const uint8_t* p, bool big_endian) {
-    return big_endian
-               ? (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | p[3]
-               : (uint32_t{p[3]} << 24) | (uint32_t{p[2]} << 16) | (uint32_t{p[1]} << 8) | p[0];
+    return big_endian ? (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | p[3]
+                      : (uint32_t{p[3]} << 24) | (uint32_t{p[2]} << 16) | (uint32_t{p[1]} << 8) | p[0];
 }
 
 uint16_t load16(const uint8_t* p, bool big_endian) {
@@ -91,8 +88,7 @@ Format sniff(std::FILE* f, const std::string& name) {
         default:
             fail(name, "not a pcap or pcapng capture");
     }
-    if (std::fseek(f, 0, SEEK_SET) != 0)
-        fail(name, std::string("cannot seek: ") + std::strerror(errno));
+    if (std::fseek(f, 0, SEEK_SET) != 0) fail(name, std::string("cannot seek: ") + std::strerror(errno));
     return fmt;
 }
 
@@ -100,7 +96,7 @@ Format sniff(std::FILE* f, const std::string& name) {
 // that libpcap returns. libpcap moves from block to block by the block's total length, as this
 // walk does, so both see the same block sequence for as long as libpcap accepts the file.
 class PcapngWalk {
-  public:
+public:
     explicit PcapngWalk(std::FILE* f) : f_(f) {}
 
     // The interface (numbered across the file) of the next Enhanced / Simple / obsolete Packet
@@ -161,7 +157,7 @@ class PcapngWalk {
         }
     }
 
-  private:
+private:
     std::FILE* f_;
     off_t off_ = 0;
     bool big_endian_ = false;
@@ -181,8 +177,7 @@ std::optional<uint64_t> pcapng_ns(const struct timeval& tv) {
     if (tv.tv_sec < 0 || tv.tv_usec < 0) return std::nullopt;
     uint64_t ns = 0;
     uint64_t out = 0;
-    if (__builtin_mul_overflow(static_cast<uint64_t>(tv.tv_sec), uint64_t{1000000000}, &ns))
-        return std::nullopt;
+    if (__builtin_mul_overflow(static_cast<uint64_t>(tv.tv_sec), uint64_t{1000000000}, &ns)) return std::nullopt;
     if (__builtin_add_overflow(ns, static_cast<uint64_t>(tv.tv_usec), &out)) return std::nullopt;
     return out;
 }
@@ -206,8 +201,7 @@ Capture read_stream(FilePtr pcap_file, OpenWalk open_walk, const std::string& na
 
     char errbuf[PCAP_ERRBUF_SIZE];
     errbuf[0] = '\0';
-    PcapPtr p(pcap_fopen_offline_with_tstamp_precision(pcap_file.get(), PCAP_TSTAMP_PRECISION_NANO,
-                                                       errbuf));
+    PcapPtr p(pcap_fopen_offline_with_tstamp_precision(pcap_file.get(), PCAP_TSTAMP_PRECISION_NANO, errbuf));
     if (!p) fail(name, open_error(errbuf));  // pcap_file is still ours and closes here
     (void)pcap_file.release();               // pcap_close() closes it from now on
 
@@ -215,8 +209,7 @@ Capture read_stream(FilePtr pcap_file, OpenWalk open_walk, const std::string& na
     if (link != DLT_EN10MB) {
         const char* lname = pcap_datalink_val_to_name(link);
         fail(name, "link type " + std::to_string(link) +
-                       (lname != nullptr ? " (" + std::string(lname) + ")" : std::string()) +
-                       " is not Ethernet");
+                       (lname != nullptr ? " (" + std::string(lname) + ")" : std::string()) + " is not Ethernet");
     }
 
     FilePtr walk_file;
@@ -237,21 +230,17 @@ Capture read_stream(FilePtr pcap_file, OpenWalk open_walk, const std::string& na
         if (rc == PCAP_ERROR_BREAK) break;  // end of file
         if (rc == PCAP_ERROR) {
             const std::string msg = one_line(pcap_geterr(p.get()));
-            if (msg.rfind("truncated", 0) == 0)
-                fail_frame(name, number, "truncated record (" + msg + ")");
+            if (msg.rfind("truncated", 0) == 0) fail_frame(name, number, "truncated record (" + msg + ")");
             fail_frame(name, number, msg);
         }
-        if (rc != 1 || hdr == nullptr)
-            fail_frame(name, number, "libpcap returned " + std::to_string(rc));
+        if (rc != 1 || hdr == nullptr) fail_frame(name, number, "libpcap returned " + std::to_string(rc));
         if (hdr->caplen > hdr->len) {
             fail_frame(name, number,
-                       "captured length " + std::to_string(hdr->caplen) +
-                           " exceeds the length on the wire " + std::to_string(hdr->len));
+                       "captured length " + std::to_string(hdr->caplen) + " exceeds the length on the wire " +
+                           std::to_string(hdr->len));
         }
-        if (hdr->caplen > 0 && data == nullptr)
-            fail_frame(name, number, "libpcap returned no data");
-        const auto ns =
-            fmt == Format::pcapng ? pcapng_ns(hdr->ts) : pcap_ns(hdr->ts, fmt == Format::pcap_nano);
+        if (hdr->caplen > 0 && data == nullptr) fail_frame(name, number, "libpcap returned no data");
+        const auto ns = fmt == Format::pcapng ? pcapng_ns(hdr->ts) : pcap_ns(hdr->ts, fmt == Format::pcap_nano);
         if (!ns) fail_frame(name, number, "timestamp out of range (before 1970 or after 2554)");
 
         CapturedFrame fr;
@@ -261,8 +250,7 @@ Capture read_stream(FilePtr pcap_file, OpenWalk open_walk, const std::string& na
         if (walk) {
             const auto iface = walk->next_packet_interface();
             // libpcap accepted a packet block the walk does not see: a bug of the walk.
-            if (!iface)
-                fail_frame(name, number, "internal: the pcapng block walk lost step with libpcap");
+            if (!iface) fail_frame(name, number, "internal: the pcapng block walk lost step with libpcap");
             fr.interface = *iface;
         }
         if (hdr->caplen > 0) fr.bytes.assign(data, data + hdr->caplen);
@@ -276,8 +264,7 @@ FilePtr open_regular(const std::string& path) {
     FilePtr f(std::fopen(path.c_str(), "rb"));
     if (!f) fail(path, std::string("cannot open: ") + std::strerror(errno));
     struct stat st {};
-    if (fstat(fileno(f.get()), &st) != 0)
-        fail(path, std::string("cannot stat: ") + std::strerror(errno));
+    if (fstat(fileno(f.get()), &st) != 0) fail(path, std::string("cannot stat: ") + std::strerror(errno));
     if (!S_ISREG(st.st_mode)) fail(path, "not a regular file");
     return f;
 }
@@ -315,10 +302,9 @@ struct CaptureWriter::Impl {
     }
 };
 
-CaptureWriter::CaptureWriter(const std::string& path)
-    : path_(path), impl_(std::make_unique<Impl>()) {
-    impl_->dead = pcap_open_dead_with_tstamp_precision(DLT_EN10MB, static_cast<int>(kSnaplen),
-                                                       PCAP_TSTAMP_PRECISION_NANO);
+CaptureWriter::CaptureWriter(const std::string& path) : path_(path), impl_(std::make_unique<Impl>()) {
+    impl_->dead =
+        pcap_open_dead_with_tstamp_precision(DLT_EN10MB, static_cast<int>(kSnaplen), PCAP_TSTAMP_PRECISION_NANO);
     if (impl_->dead == nullptr) fail(path_, "cannot create a libpcap handle");
     if (path_.empty()) fail("(empty path)", "cannot create: no file name");
     // libpcap takes "-" for standard output; we mean a file of that name.
@@ -327,8 +313,8 @@ CaptureWriter::CaptureWriter(const std::string& path)
     impl_->dumper = pcap_dump_open(impl_->dead, open_name.c_str());
     if (impl_->dumper == nullptr) {
         const int e = errno;
-        fail(path_, std::string("cannot create: ") +
-                        (e != 0 ? std::strerror(e) : one_line(pcap_geterr(impl_->dead)).c_str()));
+        fail(path_,
+             std::string("cannot create: ") + (e != 0 ? std::strerror(e) : one_line(pcap_geterr(impl_->dead)).c_str()));
     }
 }
 
@@ -340,19 +326,16 @@ void CaptureWriter::write(uint64_t time_ns, std::span<const uint8_t> frame) {
     if (!impl_ || impl_->dumper == nullptr) fail(path_, "write after close");
     const uint64_t sec = time_ns / 1000000000u;
     if (sec > std::numeric_limits<uint32_t>::max()) {
-        fail(path_, "timestamp " + std::to_string(time_ns) +
-                        " ns does not fit a pcap record (32-bit seconds)");
+        fail(path_, "timestamp " + std::to_string(time_ns) + " ns does not fit a pcap record (32-bit seconds)");
     }
-    if (frame.size() > std::numeric_limits<uint32_t>::max())
-        fail(path_, "frame too long for a pcap record");
+    if (frame.size() > std::numeric_limits<uint32_t>::max()) fail(path_, "frame too long for a pcap record");
     struct pcap_pkthdr hdr {};
     hdr.ts.tv_sec = static_cast<time_t>(sec);
     hdr.ts.tv_usec = static_cast<suseconds_t>(time_ns % 1000000000u);  // nanoseconds: see open_dead
     hdr.len = static_cast<bpf_u_int32>(frame.size());
     hdr.caplen = hdr.len < kSnaplen ? hdr.len : kSnaplen;
     static const u_char kNone = 0;
-    pcap_dump(reinterpret_cast<u_char*>(impl_->dumper), &hdr,
-              frame.empty() ? &kNone : frame.data());
+    pcap_dump(reinterpret_cast<u_char*>(impl_->dumper), &hdr, frame.empty() ? &kNone : frame.data());
     if (std::ferror(pcap_dump_file(impl_->dumper))) {
         fail(path_, std::string("write failed: ") + std::strerror(errno));
     }
@@ -368,8 +351,7 @@ void CaptureWriter::flush() {
 
 void CaptureWriter::close() {
     if (!impl_ || impl_->dumper == nullptr) return;
-    const bool bad =
-        pcap_dump_flush(impl_->dumper) != 0 || std::ferror(pcap_dump_file(impl_->dumper));
+    const bool bad = pcap_dump_flush(impl_->dumper) != 0 || std::ferror(pcap_dump_file(impl_->dumper));
     const int e = errno;
     // Close in any case, then report a failed flush (pcap_dump_close() reports nothing itself;
     // what it could still lose is only fclose's own failure after a successful flush).

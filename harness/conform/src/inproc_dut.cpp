@@ -26,11 +26,16 @@ model::Status to_model(mroce::Status s) { return static_cast<model::Status>(stat
 
 model::WorkOp to_model(mroce::WcOpcode op) {
     switch (op) {
-        case mroce::WcOpcode::Send: return model::WorkOp::Send;
-        case mroce::WcOpcode::Write: return model::WorkOp::Write;
-        case mroce::WcOpcode::WriteImm: return model::WorkOp::WriteImm;
-        case mroce::WcOpcode::Read: return model::WorkOp::Read;
-        case mroce::WcOpcode::Recv: return model::WorkOp::Recv;
+        case mroce::WcOpcode::Send:
+            return model::WorkOp::Send;
+        case mroce::WcOpcode::Write:
+            return model::WorkOp::Write;
+        case mroce::WcOpcode::WriteImm:
+            return model::WorkOp::WriteImm;
+        case mroce::WcOpcode::Read:
+            return model::WorkOp::Read;
+        case mroce::WcOpcode::Recv:
+            return model::WorkOp::Recv;
     }
     return model::WorkOp::Send;
 }
@@ -39,8 +44,10 @@ model::Address address(uint8_t host, bool ipv6) {
     model::Address a;
     a.mac = {2, 0, 0, 0, 0, host};
     a.ipv6 = ipv6;
-    if (ipv6) a.ip[0] = 0xfd, a.ip[15] = host;  // fd00::host
-    else a.ip[0] = 10, a.ip[3] = host;          // 10.0.0.host
+    if (ipv6)
+        a.ip[0] = 0xfd, a.ip[15] = host;  // fd00::host
+    else
+        a.ip[0] = 10, a.ip[3] = host;  // 10.0.0.host
     return a;
 }
 
@@ -106,8 +113,10 @@ public:
             const auto d = dev_->next_deadline();
             const Micros now = clock_.now_us();
             Micros next = t;
-            if (d && *d <= now) next = now + 1;  // nothing came of it: step on
-            else if (d && *d < t) next = *d;
+            if (d && *d <= now)
+                next = now + 1;  // nothing came of it: step on
+            else if (d && *d < t)
+                next = *d;
             clock_.set(next);
             mroce::testing::DeviceHooks::advance(*dev_);
             collect();
@@ -151,13 +160,22 @@ public:
         const mroce::Sge sge{r.first.iova + op.offset, op.length, r.first.lkey};
         mroce::Result res = mroce::Result::InvalidArgument;
         switch (op.op) {
-            case model::WorkOp::Send: res = dev_->post_send(op.conn, op.stream, op.wr_id, sge); break;
-            case model::WorkOp::Write: res = dev_->post_write(op.conn, op.stream, op.wr_id, sge, op.remote_va, op.rkey); break;
-            case model::WorkOp::WriteImm:
-                res = dev_->post_write_imm(op.conn, op.stream, op.wr_id, sge, op.remote_va, op.rkey, op.imm.value_or(0));
+            case model::WorkOp::Send:
+                res = dev_->post_send(op.conn, op.stream, op.wr_id, sge);
                 break;
-            case model::WorkOp::Read: res = dev_->post_read(op.conn, op.stream, op.wr_id, sge, op.remote_va, op.rkey); break;
-            case model::WorkOp::Recv: res = dev_->post_recv(op.conn, op.stream, op.wr_id, sge); break;
+            case model::WorkOp::Write:
+                res = dev_->post_write(op.conn, op.stream, op.wr_id, sge, op.remote_va, op.rkey);
+                break;
+            case model::WorkOp::WriteImm:
+                res =
+                    dev_->post_write_imm(op.conn, op.stream, op.wr_id, sge, op.remote_va, op.rkey, op.imm.value_or(0));
+                break;
+            case model::WorkOp::Read:
+                res = dev_->post_read(op.conn, op.stream, op.wr_id, sge, op.remote_va, op.rkey);
+                break;
+            case model::WorkOp::Recv:
+                res = dev_->post_recv(op.conn, op.stream, op.wr_id, sge);
+                break;
         }
         collect();
         return res == mroce::Result::Ok ? std::string() : std::string(mroce::result_name(res));
@@ -184,7 +202,8 @@ public:
         mroce::ConnEvent ev[16];
         for (int n; (n = dev_->poll_events(ev, 16)) > 0;)
             for (int i = 0; i < n; ++i)
-                out.push_back({ev[i].kind == mroce::ConnEvent::Kind::Up, ev[i].conn, ev[i].initiator, to_model(ev[i].status)});
+                out.push_back(
+                    {ev[i].kind == mroce::ConnEvent::Kind::Up, ev[i].conn, ev[i].initiator, to_model(ev[i].status)});
         return out;
     }
     void close(uint32_t conn, bool abort) override {
@@ -193,12 +212,22 @@ public:
     }
     std::map<std::string, uint64_t> counters() override {
         const auto& c = dev_->counters();
-        return {{"unknown_dcid", c.unknown_dcid}, {"bad_path", c.bad_path}, {"out_of_window", c.out_of_window},
-                {"duplicates", c.duplicates}, {"naks_sent", c.naks_sent}, {"naks_received", c.naks_received},
-                {"acks_sent", c.acks_sent}, {"data_sent", c.data_sent}, {"retransmissions", c.retransmissions},
-                {"voids_sent", c.voids_sent}, {"probes_sent", c.probes_sent}, {"repaths", c.repaths},
-                {"placed_bytes", c.placed_bytes}, {"ce_marks_seen", c.ce_marks_seen},
-                {"cwnd_decreases", c.cwnd_decreases}, {"decode_errors", sum(c.decode_errors)}};
+        return {{"unknown_dcid", c.unknown_dcid},
+                {"bad_path", c.bad_path},
+                {"out_of_window", c.out_of_window},
+                {"duplicates", c.duplicates},
+                {"naks_sent", c.naks_sent},
+                {"naks_received", c.naks_received},
+                {"acks_sent", c.acks_sent},
+                {"data_sent", c.data_sent},
+                {"retransmissions", c.retransmissions},
+                {"voids_sent", c.voids_sent},
+                {"probes_sent", c.probes_sent},
+                {"repaths", c.repaths},
+                {"placed_bytes", c.placed_bytes},
+                {"ce_marks_seen", c.ce_marks_seen},
+                {"cwnd_decreases", c.cwnd_decreases},
+                {"decode_errors", sum(c.decode_errors)}};
     }
 
 private:
@@ -250,7 +279,8 @@ std::vector<uint8_t> apply_canary(const std::string& canary, std::vector<uint8_t
     if (!r.ok()) return f;
     ref::Packet p = r.packet;
     std::vector<uint8_t> payload;
-    if (ref::is_data_opcode(p.opcode)) payload.assign(f.begin() + p.payload_offset, f.begin() + p.payload_offset + p.payload_len);
+    if (ref::is_data_opcode(p.opcode))
+        payload.assign(f.begin() + p.payload_offset, f.begin() + p.payload_offset + p.payload_len);
     if (canary == "ack-lies" && p.opcode == ref::Opcode::Ack) {
         // One PSN more than was received; the bitmap moved with it (bit 0 stays clear).
         p.cpsn += 1;

@@ -85,7 +85,8 @@ Outcome judge(const harness::Scenario& sc, harness::CheckMode mode, const std::s
     o.violations = m.violations();
     o.tally = m.tally();
     o.frames = frames;
-    for (const auto& v : harness::check_scenario(sc, o.result, mode)) o.harness_failures.push_back(v.check + ": " + v.detail);
+    for (const auto& v : harness::check_scenario(sc, o.result, mode))
+        o.harness_failures.push_back(v.check + ": " + v.detail);
     o.failed = !o.violations.empty() || !o.harness_failures.empty();
     return o;
 }
@@ -98,7 +99,8 @@ std::string signature(const Outcome& o) {
 }
 
 // Greedy shrinking: drop ops, then turn faults into deliveries, while the same failure persists.
-harness::Scenario shrink(harness::Scenario sc, harness::CheckMode mode, const std::string& canary, const std::string& sig, uint32_t budget) {
+harness::Scenario shrink(harness::Scenario sc, harness::CheckMode mode, const std::string& canary,
+                         const std::string& sig, uint32_t budget) {
     auto still = [&](const harness::Scenario& s) {
         if (budget == 0) return false;
         --budget;
@@ -109,8 +111,10 @@ harness::Scenario shrink(harness::Scenario sc, harness::CheckMode mode, const st
         for (size_t i = 0; i + chunk <= sc.workload.ops.size() && budget;) {
             harness::Scenario t = sc;
             t.workload.ops.erase(t.workload.ops.begin() + long(i), t.workload.ops.begin() + long(i + chunk));
-            if (still(t)) sc = std::move(t);
-            else i += chunk;
+            if (still(t))
+                sc = std::move(t);
+            else
+                i += chunk;
         }
         if (chunk == 1) break;
     }

@@ -15,11 +15,20 @@ std::string xml(const std::string& s) {
     std::string o;
     for (char c : s) {
         switch (c) {
-            case '&': o += "&amp;"; break;
-            case '<': o += "&lt;"; break;
-            case '>': o += "&gt;"; break;
-            case '"': o += "&quot;"; break;
-            default: o += (static_cast<unsigned char>(c) < 0x20 && c != '\n') ? ' ' : c;
+            case '&':
+                o += "&amp;";
+                break;
+            case '<':
+                o += "&lt;";
+                break;
+            case '>':
+                o += "&gt;";
+                break;
+            case '"':
+                o += "&quot;";
+                break;
+            default:
+                o += (static_cast<unsigned char>(c) < 0x20 && c != '\n') ? ' ' : c;
         }
     }
     return o;
@@ -34,7 +43,8 @@ std::string join(const std::vector<std::string>& v, const char* sep) {
 }  // namespace
 
 nlohmann::json violation_json(const monitor::Violation& v) {
-    return {{"rule", v.rule}, {"frame", v.frame}, {"line", v.line}, {"what", v.what}, {"because", v.because}, {"endpoint", v.endpoint}};
+    return {{"rule", v.rule}, {"frame", v.frame},     {"line", v.line},
+            {"what", v.what}, {"because", v.because}, {"endpoint", v.endpoint}};
 }
 
 bool selected(const TestResult& t, const std::string& glob) {
@@ -47,7 +57,8 @@ bool selected(const TestResult& t, const std::string& glob) {
 void print_table(std::ostream& out, const std::vector<TestResult>& results) {
     for (const auto& r : results) {
         char head[160];
-        std::snprintf(head, sizeof head, "%-11s %-34s %s", outcome_name(r.outcome), r.id.c_str(), join(r.requires_, ",").c_str());
+        std::snprintf(head, sizeof head, "%-11s %-34s %s", outcome_name(r.outcome), r.id.c_str(),
+                      join(r.requires_, ",").c_str());
         out << head << "\n";
         for (const auto& m : r.messages) out << "            " << m << "\n";
         for (const auto& v : r.violations) {
@@ -75,20 +86,28 @@ void write_junit(const std::string& path, const std::vector<TestResult>& results
       << "\" errors=\"" << errors << "\" skipped=\"" << skipped << "\">\n";
     o << "  <properties><property name=\"dut\" value=\"" << xml(dut) << "\"/></properties>\n";
     for (const auto& r : results) {
-        o << "  <testcase name=\"" << xml(r.id) << "\" classname=\"" << xml(r.requires_.empty() ? "R-?" : r.requires_[0])
-          << "\" time=\"" << double(r.duration_us) / 1e6 << "\">\n";
-        o << "    <properties><property name=\"requirements\" value=\"" << xml(join(r.requires_, " ")) << "\"/></properties>\n";
+        o << "  <testcase name=\"" << xml(r.id) << "\" classname=\""
+          << xml(r.requires_.empty() ? "R-?" : r.requires_[0]) << "\" time=\"" << double(r.duration_us) / 1e6
+          << "\">\n";
+        o << "    <properties><property name=\"requirements\" value=\"" << xml(join(r.requires_, " "))
+          << "\"/></properties>\n";
         std::string text;
         for (const auto& m : r.messages) text += m + "\n";
-        for (const auto& v : r.violations) text += "[" + v.rule + "] frame " + std::to_string(v.frame) + ": " + v.what + "\n  " + v.line + "\n";
+        for (const auto& v : r.violations)
+            text += "[" + v.rule + "] frame " + std::to_string(v.frame) + ": " + v.what + "\n  " + v.line + "\n";
         if (r.outcome == Outcome::Fail || r.outcome == Outcome::Timing)
-            o << "    <failure message=\"" << xml(r.messages.empty() ? (r.violations.empty() ? "failed" : "[" + r.violations[0].rule + "] " + r.violations[0].what) : r.messages[0])
+            o << "    <failure message=\""
+              << xml(r.messages.empty()
+                         ? (r.violations.empty() ? "failed" : "[" + r.violations[0].rule + "] " + r.violations[0].what)
+                         : r.messages[0])
               << "\" type=\"" << outcome_name(r.outcome) << "\">" << xml(text) << "</failure>\n";
         else if (r.outcome == Outcome::Error)
-            o << "    <error message=\"" << xml(r.messages.empty() ? "error" : r.messages[0]) << "\">" << xml(text) << "</error>\n";
+            o << "    <error message=\"" << xml(r.messages.empty() ? "error" : r.messages[0]) << "\">" << xml(text)
+              << "</error>\n";
         else if (r.outcome == Outcome::Unsupported)
             o << "    <skipped message=\"" << xml(r.messages.empty() ? "unsupported" : r.messages[0]) << "\"/>\n";
-        if (!r.pcap.empty()) o << "    <system-out>pcap " << xml(r.pcap) << "\ntrace " << xml(r.trace) << "</system-out>\n";
+        if (!r.pcap.empty())
+            o << "    <system-out>pcap " << xml(r.pcap) << "\ntrace " << xml(r.trace) << "</system-out>\n";
         o << "  </testcase>\n";
     }
     o << "</testsuite>\n";
@@ -104,9 +123,17 @@ nlohmann::json matrix(const std::vector<TestResult>& results, const std::string&
         ++counts[outcome_name(r.outcome)];
         nlohmann::json vs = nlohmann::json::array();
         for (const auto& v : r.violations) vs.push_back(violation_json(v));
-        tests.push_back({{"id", r.id}, {"title", r.title}, {"script", r.path}, {"requires", r.requires_},
-                         {"outcome", outcome_name(r.outcome)}, {"messages", r.messages}, {"violations", vs},
-                         {"choices", r.choices}, {"frames", r.frames}, {"pcap", r.pcap}, {"trace", r.trace}});
+        tests.push_back({{"id", r.id},
+                         {"title", r.title},
+                         {"script", r.path},
+                         {"requires", r.requires_},
+                         {"outcome", outcome_name(r.outcome)},
+                         {"messages", r.messages},
+                         {"violations", vs},
+                         {"choices", r.choices},
+                         {"frames", r.frames},
+                         {"pcap", r.pcap},
+                         {"trace", r.trace}});
         for (const auto& q : r.requires_) {
             auto& e = reqs[q];
             if (e.is_null()) e = {{"tests", nlohmann::json::array()}, {"outcome", "pass"}};
@@ -124,9 +151,12 @@ nlohmann::json matrix(const std::vector<TestResult>& results, const std::string&
         std::string worst = "pass";
         for (const auto& t : e["tests"]) {
             const std::string o = t["outcome"];
-            if (o == "fail" || o == "error") worst = "fail";
-            else if (o == "timing" && worst == "pass") worst = "timing";
-            else if (o == "unsupported" && worst == "pass" && e["tests"].size() == 1) worst = "unsupported";
+            if (o == "fail" || o == "error")
+                worst = "fail";
+            else if (o == "timing" && worst == "pass")
+                worst = "timing";
+            else if (o == "unsupported" && worst == "pass" && e["tests"].size() == 1)
+                worst = "unsupported";
         }
         e["outcome"] = worst;
     }

@@ -20,11 +20,16 @@ namespace mroce::conform {
 
 const char* outcome_name(Outcome o) {
     switch (o) {
-        case Outcome::Pass: return "pass";
-        case Outcome::Fail: return "fail";
-        case Outcome::Timing: return "timing";
-        case Outcome::Unsupported: return "unsupported";
-        case Outcome::Error: return "error";
+        case Outcome::Pass:
+            return "pass";
+        case Outcome::Fail:
+            return "fail";
+        case Outcome::Timing:
+            return "timing";
+        case Outcome::Unsupported:
+            return "unsupported";
+        case Outcome::Error:
+            return "error";
     }
     return "?";
 }
@@ -46,12 +51,19 @@ struct Livelock : std::runtime_error {
 };
 
 std::optional<Opcode> opcode_by_name(const std::string& n) {
-    static const std::pair<const char*, Opcode> kOps[] = {
-        {"SEND", Opcode::Send}, {"WRITE", Opcode::Write}, {"WRITE_IMM", Opcode::WriteImm},
-        {"READ_REQ", Opcode::ReadReq}, {"READ_RESP", Opcode::ReadResp}, {"ACK", Opcode::Ack},
-        {"NAK", Opcode::Nak}, {"PROBE", Opcode::Probe}, {"CONNECT", Opcode::Connect},
-        {"ACCEPT", Opcode::Accept}, {"REJECT", Opcode::Reject}, {"DISCONNECT", Opcode::Disconnect},
-        {"DISCONNECT_ACK", Opcode::DisconnectAck}};
+    static const std::pair<const char*, Opcode> kOps[] = {{"SEND", Opcode::Send},
+                                                          {"WRITE", Opcode::Write},
+                                                          {"WRITE_IMM", Opcode::WriteImm},
+                                                          {"READ_REQ", Opcode::ReadReq},
+                                                          {"READ_RESP", Opcode::ReadResp},
+                                                          {"ACK", Opcode::Ack},
+                                                          {"NAK", Opcode::Nak},
+                                                          {"PROBE", Opcode::Probe},
+                                                          {"CONNECT", Opcode::Connect},
+                                                          {"ACCEPT", Opcode::Accept},
+                                                          {"REJECT", Opcode::Reject},
+                                                          {"DISCONNECT", Opcode::Disconnect},
+                                                          {"DISCONNECT_ACK", Opcode::DisconnectAck}};
     for (const auto& [name, op] : kOps)
         if (n == name) return op;
     return std::nullopt;
@@ -98,7 +110,8 @@ public:
         res_.path = sc.path;
         res_.requires_ = sc.requires_;
         const bool virt = dut.info().virtual_time;
-        tol_us_ = sc.tolerance_us >= 0 ? sc.tolerance_us : (opt_.tolerance_us >= 0 ? opt_.tolerance_us : (virt ? 0 : 5000));
+        tol_us_ =
+            sc.tolerance_us >= 0 ? sc.tolerance_us : (opt_.tolerance_us >= 0 ? opt_.tolerance_us : (virt ? 0 : 5000));
         tol_prop_ = sc.tolerance_prop >= 0 ? sc.tolerance_prop : (virt ? 0 : opt_.tolerance_prop);
         late_us_ = opt_.late_us >= 0 ? opt_.late_us : (virt ? 0 : 20000);
         late_prop_ = opt_.late_prop >= 0 ? opt_.late_prop : (virt ? 0 : 0.5);
@@ -202,11 +215,22 @@ private:
         if (s == "WCAP") return wcap_;
         if (s == "TIMEOUT") return int64_t(timeout_us_);
         // NAK codes (table 12.3), statuses ([R-CMP-4]), reasons ([R-HDR-27]).
-        static const std::pair<const char*, int64_t> kNames[] = {
-            {"RNR", 1}, {"RemoteAccess", 2}, {"InvalidRequest", 3}, {"Length", 4},
-            {"Success", 0}, {"LocalLength", 1}, {"RemoteInvalid", 3}, {"RemoteLength", 4},
-            {"RnrRetryExceeded", 5}, {"ConnectionFailed", 6}, {"Flushed", 7}, {"Canceled", 8},
-            {"ECT0", 2}, {"ECT1", 1}, {"CE", 3}, {"NotECT", 0}};
+        static const std::pair<const char*, int64_t> kNames[] = {{"RNR", 1},
+                                                                 {"RemoteAccess", 2},
+                                                                 {"InvalidRequest", 3},
+                                                                 {"Length", 4},
+                                                                 {"Success", 0},
+                                                                 {"LocalLength", 1},
+                                                                 {"RemoteInvalid", 3},
+                                                                 {"RemoteLength", 4},
+                                                                 {"RnrRetryExceeded", 5},
+                                                                 {"ConnectionFailed", 6},
+                                                                 {"Flushed", 7},
+                                                                 {"Canceled", 8},
+                                                                 {"ECT0", 2},
+                                                                 {"ECT1", 1},
+                                                                 {"CE", 3},
+                                                                 {"NotECT", 0}};
         for (const auto& [n, v] : kNames)
             if (s == n) return v;
         throw ScriptFault("unknown name '" + s + "'");
@@ -234,7 +258,8 @@ private:
     std::optional<int64_t> value(const Line& ln, const char* name) const {
         const Field* f = field(ln, name);
         if (!f) return std::nullopt;
-        if (f->kind != Field::Kind::Value) throw ScriptFault(std::string("field '") + name + "' needs a single value here");
+        if (f->kind != Field::Kind::Value)
+            throw ScriptFault(std::string("field '") + name + "' needs a single value here");
         return eval(f->value);
     }
     int64_t value_or(const Line& ln, const char* name, int64_t dflt) const { return value(ln, name).value_or(dflt); }
@@ -271,7 +296,8 @@ private:
         mon_.frame(frames_, ns(at), bytes);
         if (pcap_) pcap_->write(uint64_t(ns(at)), bytes);
         if (trace_.is_open())
-            trace_ << (int64_t(at) - int64_t(t0_)) << (from_dut ? " > " : " < ") << ref::canonical(ref::decode(bytes, dut_.info().udp_port), bytes) << "\n";
+            trace_ << (int64_t(at) - int64_t(t0_)) << (from_dut ? " > " : " < ")
+                   << ref::canonical(ref::decode(bytes, dut_.info().udp_port), bytes) << "\n";
     }
 
     void inject(const std::vector<uint8_t>& frame) {
@@ -314,7 +340,8 @@ private:
         drain();
         watch_clock(clock_before);  // (a DUT that answers every drain at one instant is watched too)
         // What the drain brought in (frames read while a control request waited) is news already.
-        if (dut_.now() >= t || seen_.size() != frames_before || wcs_.size() != wcs_before || events_.size() != events_before)
+        if (dut_.now() >= t || seen_.size() != frames_before || wcs_.size() != wcs_before ||
+            events_.size() != events_before)
             return;
         Micros stop = t;
         if (!delayed_.empty()) stop = std::min(stop, std::max(delayed_.front().first, dut_.now()));
@@ -406,7 +433,8 @@ private:
         vars_["dut.id"] = dut_id_;
         vars_["tester.isn"] = tester_isn_;
         vars_["tester.id"] = tester_id_;
-        vars_["conn.paths"] = paths, vars_["conn.streams"] = streams, vars_["conn.maxpay"] = maxpay, vars_["conn.wcap"] = wcap;
+        vars_["conn.paths"] = paths, vars_["conn.streams"] = streams, vars_["conn.maxpay"] = maxpay,
+        vars_["conn.wcap"] = wcap;
     }
 
     ref::Packet base(Opcode op, uint16_t path) const {
@@ -457,10 +485,11 @@ private:
     std::vector<uint8_t> build(const Line& ln) {
         auto op = opcode_by_name(ln.verb);
         if (!op) throw ScriptFault("unknown opcode '" + ln.verb + "'");
-        allow_fields(ln, {"path", "sport", "dport", "ecn", "dscp", "ts", "dcid", "version", "flags", "psn", "stream",
-                          "msn", "moff", "len", "mlen", "rsn", "va", "rkey", "imm", "cpsn", "ce", "tse", "hint", "sack",
-                          "code", "detail", "scid", "isn", "paths", "streams", "maxpay", "wcap", "reason", "corrupt",
-                          "truncate", "icrc", "frag", "fragoff", "udp_csum", "ttl", "flow", "recrc"});
+        allow_fields(ln, {"path", "sport",   "dport",    "ecn",    "dscp", "ts",     "dcid",    "version",  "flags",
+                          "psn",  "stream",  "msn",      "moff",   "len",  "mlen",   "rsn",     "va",       "rkey",
+                          "imm",  "cpsn",    "ce",       "tse",    "hint", "sack",   "code",    "detail",   "scid",
+                          "isn",  "paths",   "streams",  "maxpay", "wcap", "reason", "corrupt", "truncate", "icrc",
+                          "frag", "fragoff", "udp_csum", "ttl",    "flow", "recrc"});
         const uint16_t path = uint16_t(value_or(ln, "path", 0));
         ref::Packet p = base(*op, path);
         std::vector<uint8_t> payload;
@@ -575,8 +604,10 @@ private:
     bool match_value(const Field& f, int64_t actual, uint32_t rel_base = 0, bool rel = false) const {
         auto norm = [&](int64_t x) { return rel ? int64_t(uint32_t(uint32_t(x) + rel_base)) : x; };
         switch (f.kind) {
-            case Field::Kind::Any: return true;
-            case Field::Kind::Value: return norm(eval(f.value)) == actual;
+            case Field::Kind::Any:
+                return true;
+            case Field::Kind::Value:
+                return norm(eval(f.value)) == actual;
             case Field::Kind::Range: {
                 if (rel) {
                     const uint32_t a = uint32_t(actual) - rel_base;
@@ -588,7 +619,8 @@ private:
                 for (const auto& e : f.choices)
                     if (norm(eval(e)) == actual) return true;
                 return false;
-            case Field::Kind::Names: return false;
+            case Field::Kind::Names:
+                return false;
         }
         return false;
     }
@@ -607,55 +639,94 @@ private:
         for (const auto& f : ln.fields) {
             const std::string& n = f.name;
             bool ok = true;
-            if (n == "path") ok = match_value(f, p.path_id);
-            else if (n == "psn") ok = data ? match_value(f, p.psn, dut_isn_, true) : match_value(f, p.nak_psn, tester_isn_, true);
-            else if (n == "cpsn") ok = match_value(f, p.cpsn, tester_isn_, true);
-            else if (n == "stream") ok = match_value(f, p.stream_id);
-            else if (n == "msn") ok = match_value(f, p.msn);
-            else if (n == "mlen") ok = match_value(f, p.msg_length);
-            else if (n == "moff") ok = match_value(f, p.msg_offset);
-            else if (n == "len") ok = match_value(f, p.payload_length);
-            else if (n == "rsn") ok = match_value(f, p.rsn);
-            else if (n == "va") ok = match_value(f, int64_t(p.remote_va));
-            else if (n == "rkey") ok = match_value(f, p.rkey);
-            else if (n == "imm") ok = match_value(f, p.immediate);
-            else if (n == "ce") ok = match_value(f, p.ce_count);
-            else if (n == "tse") ok = match_value(f, p.ts_echo);
-            else if (n == "hint") ok = match_value(f, p.rate_hint);
-            else if (n == "code") ok = match_value(f, p.nak_code);
-            else if (n == "detail") ok = match_value(f, p.nak_detail);
-            else if (n == "sport") ok = match_value(f, p.udp_sport);
-            else if (n == "dport") ok = match_value(f, p.udp_dport);
-            else if (n == "ttl") ok = match_value(f, p.ttl);
-            else if (n == "ts") ok = match_value(f, p.timestamp);
-            else if (n == "flow") ok = match_value(f, p.ipv6_flow_label);
-            else if (n == "ipv6") ok = match_value(f, p.ipv6 ? 1 : 0);
-            else if (n == "ecn") ok = match_value(f, p.ecn);
-            else if (n == "dscp") ok = match_value(f, p.dscp);
-            else if (n == "dcid") ok = match_value(f, p.dcid);
-            else if (n == "scid") ok = match_value(f, p.scid);
-            else if (n == "isn") ok = match_value(f, p.isn);
-            else if (n == "paths") ok = match_value(f, p.path_count);
-            else if (n == "streams") ok = match_value(f, p.stream_count);
-            else if (n == "maxpay") ok = match_value(f, p.max_payload);
-            else if (n == "wcap") ok = match_value(f, p.window_cap);
-            else if (n == "reason") ok = match_value(f, p.reason);
+            if (n == "path")
+                ok = match_value(f, p.path_id);
+            else if (n == "psn")
+                ok = data ? match_value(f, p.psn, dut_isn_, true) : match_value(f, p.nak_psn, tester_isn_, true);
+            else if (n == "cpsn")
+                ok = match_value(f, p.cpsn, tester_isn_, true);
+            else if (n == "stream")
+                ok = match_value(f, p.stream_id);
+            else if (n == "msn")
+                ok = match_value(f, p.msn);
+            else if (n == "mlen")
+                ok = match_value(f, p.msg_length);
+            else if (n == "moff")
+                ok = match_value(f, p.msg_offset);
+            else if (n == "len")
+                ok = match_value(f, p.payload_length);
+            else if (n == "rsn")
+                ok = match_value(f, p.rsn);
+            else if (n == "va")
+                ok = match_value(f, int64_t(p.remote_va));
+            else if (n == "rkey")
+                ok = match_value(f, p.rkey);
+            else if (n == "imm")
+                ok = match_value(f, p.immediate);
+            else if (n == "ce")
+                ok = match_value(f, p.ce_count);
+            else if (n == "tse")
+                ok = match_value(f, p.ts_echo);
+            else if (n == "hint")
+                ok = match_value(f, p.rate_hint);
+            else if (n == "code")
+                ok = match_value(f, p.nak_code);
+            else if (n == "detail")
+                ok = match_value(f, p.nak_detail);
+            else if (n == "sport")
+                ok = match_value(f, p.udp_sport);
+            else if (n == "dport")
+                ok = match_value(f, p.udp_dport);
+            else if (n == "ttl")
+                ok = match_value(f, p.ttl);
+            else if (n == "ts")
+                ok = match_value(f, p.timestamp);
+            else if (n == "flow")
+                ok = match_value(f, p.ipv6_flow_label);
+            else if (n == "ipv6")
+                ok = match_value(f, p.ipv6 ? 1 : 0);
+            else if (n == "ecn")
+                ok = match_value(f, p.ecn);
+            else if (n == "dscp")
+                ok = match_value(f, p.dscp);
+            else if (n == "dcid")
+                ok = match_value(f, p.dcid);
+            else if (n == "scid")
+                ok = match_value(f, p.scid);
+            else if (n == "isn")
+                ok = match_value(f, p.isn);
+            else if (n == "paths")
+                ok = match_value(f, p.path_count);
+            else if (n == "streams")
+                ok = match_value(f, p.stream_count);
+            else if (n == "maxpay")
+                ok = match_value(f, p.max_payload);
+            else if (n == "wcap")
+                ok = match_value(f, p.window_cap);
+            else if (n == "reason")
+                ok = match_value(f, p.reason);
             else if (n == "flags" || n == "has" || n == "lacks") {
                 uint16_t mask = 0;
                 for (const auto& x : f.names) mask |= flag_by_name(x);
-                if (f.kind == Field::Kind::Any) ok = true;
-                else if (n == "flags") ok = p.flags == mask;
-                else if (n == "has") ok = (p.flags & mask) == mask;
-                else ok = (p.flags & mask) == 0;
+                if (f.kind == Field::Kind::Any)
+                    ok = true;
+                else if (n == "flags")
+                    ok = p.flags == mask;
+                else if (n == "has")
+                    ok = (p.flags & mask) == mask;
+                else
+                    ok = (p.flags & mask) == 0;
             } else if (n == "data") {
                 // The payload is the tester pattern of message STREAM:MSN from the segment's offset.
                 // STREAM:MSN[:OFFSET]: the pattern of that message from OFFSET + Message Offset.
                 unsigned long long st = 0, m = 0, off = 0;
                 char tail = 0;
-                const int n_read = f.names.size() == 1 ? std::sscanf(f.names[0].c_str(), "%llu:%llu:%llu%c", &st, &m, &off, &tail) : 0;
+                const int n_read =
+                    f.names.size() == 1 ? std::sscanf(f.names[0].c_str(), "%llu:%llu:%llu%c", &st, &m, &off, &tail) : 0;
                 if (n_read < 2 || n_read > 3) throw ScriptFault("data takes STREAM:MSN[:OFFSET]");
                 for (uint32_t i = 0; i < p.payload_len && ok; ++i)
-                    ok = s.bytes[p.payload_offset + i] == pattern(uint16_t(st), uint32_t(m), off + uint64_t(p.msg_offset) + i);
+                    ok = s.bytes[p.payload_offset + i] ==
+                         pattern(uint16_t(st), uint32_t(m), off + uint64_t(p.msg_offset) + i);
             } else if (n == "sack") {
                 if (f.kind == Field::Kind::Any) continue;
                 std::set<int64_t> want;
@@ -692,17 +763,19 @@ private:
                 if (s.consumed || s.at < prev_ || !matches(ln, s)) continue;  // (earlier frames answer earlier lines)
                 if (none) {
                     if (s.at >= lo && s.at <= hi)
-                        return unmet(ln, "a frame the test forbids came at +" + std::to_string(s.at - prev_) + " us: frame " +
-                                             std::to_string(s.number));
+                        return unmet(ln, "a frame the test forbids came at +" + std::to_string(s.at - prev_) +
+                                             " us: frame " + std::to_string(s.number));
                     continue;
                 }
                 s.consumed = true;
                 if (s.at < lo) {
                     timing_ = true;
-                    res_.messages.push_back(where() + "came early: at +" + std::to_string(s.at - prev_) + " us (frame " + std::to_string(s.number) + ")");
+                    res_.messages.push_back(where() + "came early: at +" + std::to_string(s.at - prev_) +
+                                            " us (frame " + std::to_string(s.number) + ")");
                 } else if (s.at > hi) {
                     timing_ = true;
-                    res_.messages.push_back(where() + "came late: at +" + std::to_string(s.at - prev_) + " us (frame " + std::to_string(s.number) + ")");
+                    res_.messages.push_back(where() + "came late: at +" + std::to_string(s.at - prev_) + " us (frame " +
+                                            std::to_string(s.number) + ")");
                 }
                 if (!ln.as.empty()) bind(ln.as, s);
                 prev_ = s.at;
@@ -725,7 +798,8 @@ private:
         }
         std::string seen;
         for (size_t k = cursor_; k < seen_.size() && k < cursor_ + 6; ++k)
-            seen += " frame " + std::to_string(seen_[k].number) + " at +" + std::to_string(int64_t(seen_[k].at) - int64_t(prev_)) +
+            seen += " frame " + std::to_string(seen_[k].number) + " at +" +
+                    std::to_string(int64_t(seen_[k].at) - int64_t(prev_)) +
                     (seen_[k].consumed ? " (matched before)" : "");
         unmet(ln, "expected '" + ln.text + "', not seen by +" + std::to_string(hi - prev_) + " us" +
                       (seen.empty() ? std::string(" (the DUT sent nothing since)") : "; the DUT sent:" + seen));
@@ -734,14 +808,17 @@ private:
     // DUT that made another allowed choice: the rest of the test, built on it, is then not judged.
     void unmet(const Line& ln, const std::string& what) {
         switch (ln.assumes) {
-            case Line::Assumes::Nothing: return fail(what);
+            case Line::Assumes::Nothing:
+                return fail(what);
             case Line::Assumes::Should:
                 if (opt_.strict) return fail(what + " [" + ln.assumed_rule + ", a SHOULD]");
                 res_.messages.push_back(where() + what + ": the line assumes a DUT that follows " + ln.assumed_rule +
                                         " (a SHOULD), which this one does not here; run with --strict to judge it");
                 break;
             case Line::Assumes::Default:
-                if (opt_.assume_defaults) return fail(what + " [the default choice of " + ln.assumed_rule + ", which the DUT claims to make]");
+                if (opt_.assume_defaults)
+                    return fail(what + " [the default choice of " + ln.assumed_rule +
+                                ", which the DUT claims to make]");
                 res_.messages.push_back(where() + what + ": the line assumes the default choice of " + ln.assumed_rule +
                                         "; this DUT made another, which the spec allows ([R-CONF-2])");
                 break;
@@ -762,9 +839,11 @@ private:
 
     void action(const Line& ln) {
         const std::string& v = ln.verb;
-        static const std::pair<const char*, model::WorkOp> kPosts[] = {
-            {"send", model::WorkOp::Send}, {"write", model::WorkOp::Write}, {"write_imm", model::WorkOp::WriteImm},
-            {"read", model::WorkOp::Read}, {"recv", model::WorkOp::Recv}};
+        static const std::pair<const char*, model::WorkOp> kPosts[] = {{"send", model::WorkOp::Send},
+                                                                       {"write", model::WorkOp::Write},
+                                                                       {"write_imm", model::WorkOp::WriteImm},
+                                                                       {"read", model::WorkOp::Read},
+                                                                       {"recv", model::WorkOp::Recv}};
         for (const auto& [name, op] : kPosts) {
             if (v != name) continue;
             allow_fields(ln, {"stream", "wr", "mr", "off", "len", "rva", "rkey", "imm", "result"});
@@ -796,7 +875,8 @@ private:
             const uint32_t r = region(ln);
             const uint64_t off = uint64_t(value_or(ln, "off", 0)), len = uint64_t(value_or(ln, "len", 0));
             std::vector<uint8_t> bytes(len);
-            for (uint64_t i = 0; i < len; ++i) bytes[i] = pattern(uint16_t(value_or(ln, "stream", 9)), uint32_t(value_or(ln, "msn", 9)), i);
+            for (uint64_t i = 0; i < len; ++i)
+                bytes[i] = pattern(uint16_t(value_or(ln, "stream", 9)), uint32_t(value_or(ln, "msn", 9)), i);
             dut_.write_mem(r, off, bytes);
         } else if (v == "dereg") {
             dut_.dereg_mr(region(ln));
@@ -823,14 +903,17 @@ private:
                     used = true;
                     const int64_t want = value_or(ln, "status", 0);
                     if (int64_t(c.status) != want)
-                        fail("completion of wr " + std::to_string(c.wr_id) + " has status " + std::string(model::status_name(c.status)));
+                        fail("completion of wr " + std::to_string(c.wr_id) + " has status " +
+                             std::string(model::status_name(c.status)));
                     if (auto l = value(ln, "len"); l && *l != c.byte_len)
-                        fail("completion of wr " + std::to_string(c.wr_id) + " has byte count " + std::to_string(c.byte_len));
+                        fail("completion of wr " + std::to_string(c.wr_id) + " has byte count " +
+                             std::to_string(c.byte_len));
                     if (auto im = value(ln, "imm"); im && (!c.imm || int64_t(*c.imm) != *im))
                         fail("completion of wr " + std::to_string(c.wr_id) + " lacks the immediate");
                     if (dut_.now() < lo) {
                         timing_ = true;
-                        res_.messages.push_back(where() + "completion came early: at +" + std::to_string(dut_.now() - prev_) + " us");
+                        res_.messages.push_back(where() + "completion came early: at +" +
+                                                std::to_string(dut_.now() - prev_) + " us");
                     }
                     prev_ = dut_.now();
                     return;
@@ -853,7 +936,8 @@ private:
                 if (dut_.now() >= hi) break;
                 pump_step(control_poll_step(hi));
             }
-            fail("no connection " + std::string(up ? "Up" : "Down") + " event by +" + std::to_string(hi - prev_) + " us");
+            fail("no connection " + std::string(up ? "Up" : "Down") + " event by +" + std::to_string(hi - prev_) +
+                 " us");
         } else if (v == "no_wc") {
             // Like `> none`: the window as written, not widened (a tolerance would make it claim more).
             std::tie(lo, hi) = window(ln.time, false);
@@ -863,7 +947,8 @@ private:
             for (size_t k = 0; k < wcs_.size(); ++k) {
                 const auto& [c, used] = wcs_[k];
                 if (!used && wc_seen_at_[k] <= hi)
-                    fail("unexpected completion of wr " + std::to_string(c.wr_id) + " (" + std::string(model::status_name(c.status)) + ")");
+                    fail("unexpected completion of wr " + std::to_string(c.wr_id) + " (" +
+                         std::string(model::status_name(c.status)) + ")");
             }
             prev_ = hi;
         } else if (v == "mem") {
@@ -879,7 +964,8 @@ private:
             for (uint64_t i = 0; i < len; ++i) {
                 const uint8_t want = zero ? 0 : pattern(st, msn, moff + i);
                 if (bytes[i] != want) {
-                    fail("memory at offset " + std::to_string(off + i) + " holds " + std::to_string(bytes[i]) + ", expected " + std::to_string(want));
+                    fail("memory at offset " + std::to_string(off + i) + " holds " + std::to_string(bytes[i]) +
+                         ", expected " + std::to_string(want));
                     break;
                 }
             }
@@ -895,8 +981,12 @@ private:
             }
             const uint64_t before = counters0_.count(ln.args[0]) ? counters0_.at(ln.args[0]) : 0;
             const int64_t delta = int64_t(it->second - before);
-            if (auto m = value(ln, "min"); m && delta < *m) fail("counter " + ln.args[0] + " rose by " + std::to_string(delta) + ", expected at least " + std::to_string(*m));
-            if (auto m = value(ln, "max"); m && delta > *m) fail("counter " + ln.args[0] + " rose by " + std::to_string(delta) + ", expected at most " + std::to_string(*m));
+            if (auto m = value(ln, "min"); m && delta < *m)
+                fail("counter " + ln.args[0] + " rose by " + std::to_string(delta) + ", expected at least " +
+                     std::to_string(*m));
+            if (auto m = value(ln, "max"); m && delta > *m)
+                fail("counter " + ln.args[0] + " rose by " + std::to_string(delta) + ", expected at most " +
+                     std::to_string(*m));
         } else {
             throw ScriptFault("unknown await '" + v + "'");
         }
@@ -912,11 +1002,16 @@ private:
             const uint64_t len = std::stoull(ln.args[1], nullptr, 0);
             const std::string acc = ln.args.size() > 2 ? ln.args[2] : "rwr";
             uint32_t a = model::access::kLocalWrite;
-            if (acc == "rw" || acc == "w") a |= model::access::kRemoteWrite;
-            else if (acc == "r") a |= model::access::kRemoteRead;
-            else if (acc == "rwr") a |= model::access::kRemoteWrite | model::access::kRemoteRead;
-            else if (acc == "none") a = 0;
-            else if (acc != "local") throw ScriptFault("unknown access '" + acc + "'");
+            if (acc == "rw" || acc == "w")
+                a |= model::access::kRemoteWrite;
+            else if (acc == "r")
+                a |= model::access::kRemoteRead;
+            else if (acc == "rwr")
+                a |= model::access::kRemoteWrite | model::access::kRemoteRead;
+            else if (acc == "none")
+                a = 0;
+            else if (acc != "local")
+                throw ScriptFault("unknown access '" + acc + "'");
             const Region r = dut_.reg_mr(len, a);
             regions_[name] = r.handle;
             vars_[name + ".va"] = int64_t(r.va);
@@ -1002,7 +1097,9 @@ private:
 
     void step(const Line& ln) {
         switch (ln.kind) {
-            case Line::Kind::Directive: directive(ln); return;
+            case Line::Kind::Directive:
+                directive(ln);
+                return;
             case Line::Kind::Inject: {
                 const Micros at = window(ln.time, false).first;
                 pump_until(at);
@@ -1020,9 +1117,15 @@ private:
                 prev_ = std::max(when, prev_);
                 return;
             }
-            case Line::Kind::Expect: expect(ln, false); return;
-            case Line::Kind::ExpectNone: expect(ln, true); return;
-            case Line::Kind::Await: await(ln); return;
+            case Line::Kind::Expect:
+                expect(ln, false);
+                return;
+            case Line::Kind::ExpectNone:
+                expect(ln, true);
+                return;
+            case Line::Kind::Await:
+                await(ln);
+                return;
         }
     }
 
@@ -1094,11 +1197,16 @@ std::string unmet_qualifier(const Script& sc, const DutInfo& i) {
             continue;
         }
         int64_t have = 0;
-        if (q.name == "paths") have = i.max_paths;
-        else if (q.name == "streams") have = i.max_streams;
-        else if (q.name == "maxpay") have = i.max_payload;
-        else if (q.name == "wcap") have = i.window_cap;
-        else return "unknown qualifier '" + q.name + "'";
+        if (q.name == "paths")
+            have = i.max_paths;
+        else if (q.name == "streams")
+            have = i.max_streams;
+        else if (q.name == "maxpay")
+            have = i.max_payload;
+        else if (q.name == "wcap")
+            have = i.window_cap;
+        else
+            return "unknown qualifier '" + q.name + "'";
         int64_t want = 0;
         const auto [end, ec] = std::from_chars(q.value.data(), q.value.data() + q.value.size(), want);
         if (ec != std::errc() || end != q.value.data() + q.value.size()) return "bad qualifier value '" + q.value + "'";

@@ -20,9 +20,7 @@ struct Cursor {
     [[noreturn]] void fail(const std::string& m) const { throw ScriptError(file, line, m); }
 };
 
-bool is_symbol_char(char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '$';
-}
+bool is_symbol_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '$'; }
 
 std::optional<int64_t> parse_number(std::string_view s) {
     if (s.empty()) return std::nullopt;
@@ -90,7 +88,8 @@ void check_time_symbols(const Expr& e, const Cursor& at) {
     for (const auto& t : e.terms) {
         if (t.symbol.empty() || t.symbol[0] == '$') continue;
         for (char c : t.symbol)
-            if (!(std::isupper(static_cast<unsigned char>(c)) || std::isdigit(static_cast<unsigned char>(c)) || c == '_'))
+            if (!(std::isupper(static_cast<unsigned char>(c)) || std::isdigit(static_cast<unsigned char>(c)) ||
+                  c == '_'))
                 at.fail("bad time '" + e.text + "' (numbers, $variables and constants such as ACK_DELAY_MAX)");
     }
 }
@@ -131,8 +130,7 @@ Field parse_field(std::string_view tok, const Cursor& at) {
     if (eq == 0 || eq == std::string_view::npos) at.fail("expected name=value, got '" + std::string(tok) + "'");
     f.name = std::string(tok.substr(0, eq));
     for (char c : f.name)
-        if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_')
-            at.fail("bad field name '" + f.name + "'");
+        if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') at.fail("bad field name '" + f.name + "'");
     std::string_view v = tok.substr(eq + 1);
     f.text = std::string(v);
     if (v.empty()) at.fail("field '" + f.name + "' has no value");
@@ -236,25 +234,31 @@ void parse_header(Script& sc, std::string_view key, std::string_view value, cons
             sc.dut.push_back(q);
         }
     } else if (key == "level") {
-        if (value == "should") sc.should = true;
-        else if (value == "must") sc.should = false;
-        else at.fail("'# level:' is must or should");
+        if (value == "should")
+            sc.should = true;
+        else if (value == "must")
+            sc.should = false;
+        else
+            at.fail("'# level:' is must or should");
     } else if (key == "tolerance") {
         for (auto& w : words) {
             double d = 0;
             std::string num = w;
-            if (w.ends_with("us")) num = w.substr(0, w.size() - 2);
-            else if (w.ends_with("%")) num = w.substr(0, w.size() - 1);
-            else at.fail("tolerance '" + w + "' needs a unit (us or %)");
+            if (w.ends_with("us"))
+                num = w.substr(0, w.size() - 2);
+            else if (w.ends_with("%"))
+                num = w.substr(0, w.size() - 1);
+            else
+                at.fail("tolerance '" + w + "' needs a unit (us or %)");
             try {
                 size_t used = 0;
                 d = std::stod(num, &used);
                 if (used != num.size() || d < 0) throw std::invalid_argument("x");
-            } catch (const std::exception&) {
-                at.fail("bad tolerance '" + w + "'");
-            }
-            if (w.ends_with("%")) sc.tolerance_prop = d / 100.0;
-            else sc.tolerance_us = d;
+            } catch (const std::exception&) { at.fail("bad tolerance '" + w + "'"); }
+            if (w.ends_with("%"))
+                sc.tolerance_prop = d / 100.0;
+            else
+                sc.tolerance_us = d;
         }
     } else if (key == "timeout") {
         auto n = words.size() == 1 ? parse_number(words[0]) : std::nullopt;
@@ -322,20 +326,26 @@ Script parse_script(std::string_view text, const std::string& path) {
             if (words.size() < 3) at.fail("expected '<time> <|>|!|? VERB ...'");
             ln.time = parse_time(words[0], at);
             const std::string& k = words[1];
-            if (k == "<") ln.kind = Line::Kind::Inject;
-            else if (k == ">") ln.kind = Line::Kind::Expect;
-            else if (k == "!") ln.kind = Line::Kind::Action;
-            else if (k == "?") ln.kind = Line::Kind::Await;
-            else at.fail("expected <, >, ! or ? after the time, got '" + k + "'");
-            if (ln.time.base == TimeSpec::Base::Any &&
-                (ln.kind == Line::Kind::Inject || ln.kind == Line::Kind::Action))
+            if (k == "<")
+                ln.kind = Line::Kind::Inject;
+            else if (k == ">")
+                ln.kind = Line::Kind::Expect;
+            else if (k == "!")
+                ln.kind = Line::Kind::Action;
+            else if (k == "?")
+                ln.kind = Line::Kind::Await;
+            else
+                at.fail("expected <, >, ! or ? after the time, got '" + k + "'");
+            if (ln.time.base == TimeSpec::Base::Any && (ln.kind == Line::Kind::Inject || ln.kind == Line::Kind::Action))
                 at.fail("'*' (any time) is only for > and ? lines");
             ln.verb = words[2];
             w = 3;
             if (ln.kind == Line::Kind::Expect && ln.verb == "none") {
                 ln.kind = Line::Kind::ExpectNone;
-                if (w < words.size() && words[w].find('=') == std::string::npos) ln.verb = words[w++];
-                else ln.verb = "any";
+                if (w < words.size() && words[w].find('=') == std::string::npos)
+                    ln.verb = words[w++];
+                else
+                    ln.verb = "any";
                 if (!ln.time.hi) at.fail("'> none' needs a time range (e.g. +0..100)");
             }
         }
@@ -358,12 +368,16 @@ Script parse_script(std::string_view text, const std::string& path) {
             if (tok.starts_with("should=") || tok.starts_with("default=")) {
                 const bool should = tok[0] == 's';
                 const std::string key = should ? "should=" : "default=";
-                if (ln.kind != Line::Kind::Expect && ln.kind != Line::Kind::ExpectNone) at.fail("'" + key + "' marks a '>' line only");
-                if (ln.assumes != Line::Assumes::Nothing) at.fail("a line assumes one rule at most (should= or default=)");
+                if (ln.kind != Line::Kind::Expect && ln.kind != Line::Kind::ExpectNone)
+                    at.fail("'" + key + "' marks a '>' line only");
+                if (ln.assumes != Line::Assumes::Nothing)
+                    at.fail("a line assumes one rule at most (should= or default=)");
                 ln.assumes = should ? Line::Assumes::Should : Line::Assumes::Default;
                 ln.assumed_rule = tok.substr(key.size());
-                if (!is_requirement_id(ln.assumed_rule)) at.fail("'" + ln.assumed_rule + "' is not a requirement ID (R-AREA-N)");
-                if (should && std::find(sc.requires_.begin(), sc.requires_.end(), ln.assumed_rule) == sc.requires_.end())
+                if (!is_requirement_id(ln.assumed_rule))
+                    at.fail("'" + ln.assumed_rule + "' is not a requirement ID (R-AREA-N)");
+                if (should &&
+                    std::find(sc.requires_.begin(), sc.requires_.end(), ln.assumed_rule) == sc.requires_.end())
                     sc.requires_.push_back(ln.assumed_rule);
                 continue;
             }

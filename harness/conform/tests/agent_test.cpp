@@ -55,7 +55,8 @@ public:
         const std::string r = responses_.front();
         responses_.pop_front();
         size_t start = 0;
-        for (size_t lf; (lf = r.find('\n', start)) != std::string::npos; start = lf + 1) lines_.push_back(r.substr(start, lf - start));
+        for (size_t lf; (lf = r.find('\n', start)) != std::string::npos; start = lf + 1)
+            lines_.push_back(r.substr(start, lf - start));
         if (start < r.size()) lines_.push_back(r.substr(start));
     }
     std::optional<std::string> read_line(uint64_t) override {
@@ -125,9 +126,7 @@ template <class F>
 std::string dut_error(F&& f) {
     try {
         f();
-    } catch (const DutError& e) {
-        return e.what();
-    }
+    } catch (const DutError& e) { return e.what(); }
     return "(no DutError)";
 }
 
@@ -183,7 +182,8 @@ TEST(AgentLine, ValuesRoundTrip) {
     EXPECT_FALSE(v6);
     EXPECT_EQ(agent::ip_text(v6, ip), "198.18.0.2");
     EXPECT_FALSE(agent::parse_ip("198.18.0", v6, ip));
-    for (auto op : {model::WorkOp::Send, model::WorkOp::Write, model::WorkOp::WriteImm, model::WorkOp::Read, model::WorkOp::Recv})
+    for (auto op :
+         {model::WorkOp::Send, model::WorkOp::Write, model::WorkOp::WriteImm, model::WorkOp::Read, model::WorkOp::Recv})
         EXPECT_EQ(agent::parse_op(agent::op_text(op)), op);
     EXPECT_EQ(agent::parse_status("RnrRetryExceeded"), model::Status::RnrRetryExceeded);
     EXPECT_FALSE(agent::parse_status("Fine"));
@@ -418,8 +418,9 @@ TEST(AgentServer, ListenOffRejects) {
     ASSERT_EQ(b.peer->poll_events(&ev, 1), 1);
     EXPECT_EQ(ev.kind, ConnEvent::Kind::Up);
     const std::string resp = b.ask("poll_events max=1");
-    EXPECT_TRUE(resp.starts_with("ok n=1\nev kind=up conn=1 initiator=0 status=Success peer_mac=02:00:00:00:0a:99 "
-                                 "peer_ip=198.18.0.1\n"))
+    EXPECT_TRUE(
+        resp.starts_with("ok n=1\nev kind=up conn=1 initiator=0 status=Success peer_mac=02:00:00:00:0a:99 "
+                         "peer_ip=198.18.0.1\n"))
         << resp;
 }
 
@@ -468,7 +469,8 @@ TEST(AgentClient, RejectsLies) {
         EXPECT_TRUE(d.ipv4_fragments);
     }
     {
-        const std::string newer = info_ok + " pto_min_us=400 keepalive_us=2000000 connect_retry_us=20000 ipv4_fragments=0";
+        const std::string newer =
+            info_ok + " pto_min_us=400 keepalive_us=2000000 connect_retry_us=20000 ipv4_fragments=0";
         AgentClient c(std::make_unique<ScriptedLink>(std::vector<std::string>{newer}), "newer");
         const DutInfo d = c.info();
         EXPECT_EQ(d.pto_min_us, 400u);
@@ -491,7 +493,12 @@ TEST(AgentClient, RejectsLies) {
         {{"ok handle=5 va=0xfffffffffffff001 rkey=0x105 length=4096 access=7"}, reg_mr, "beyond 2^64"},
         {{"ok handle=5 va=0x1000 length=4096 access=7"}, reg_mr, "missing rkey"},
         {{"ok handle=5 va=0x1000 rkey=0x100000000 length=4096 access=7"}, reg_mr, "rkey"},
-        {{reg, reg}, [](AgentClient& c) { c.reg_mr(4096, 7); c.reg_mr(4096, 7); }, "live region"},
+        {{reg, reg},
+         [](AgentClient& c) {
+             c.reg_mr(4096, 7);
+             c.reg_mr(4096, 7);
+         },
+         "live region"},
         {{"ok data=0011"}, [](AgentClient& c) { c.read_mem(5, 0, 3); }, "not the 3 asked for"},
         {{"ok data=0g11"}, [](AgentClient& c) { c.read_mem(5, 0, 2); }, "not hex"},
         {{"ok refused="}, [](AgentClient& c) { c.post(PostOp{}); }, "empty refusal"},
@@ -501,10 +508,15 @@ TEST(AgentClient, RejectsLies) {
         {{"ok n=1\n" + wc + " imm=5"}, poll_cq, "not a receive"},
         {{"ok n=1\n" + replace(wc, "stream=0", "stream=65536")}, poll_cq, "stream"},
         {{"ok n=5000"}, poll_cq, "n="},
-        {{"ok n=1\nev kind=sideways conn=1 initiator=0 status=Success"}, [](AgentClient& c) { c.poll_events(); }, "kind"},
-        {{"ok n=1\nev kind=up conn=1 initiator=0 status=ConnectionFailed"}, [](AgentClient& c) { c.poll_events(); },
+        {{"ok n=1\nev kind=sideways conn=1 initiator=0 status=Success"},
+         [](AgentClient& c) { c.poll_events(); },
+         "kind"},
+        {{"ok n=1\nev kind=up conn=1 initiator=0 status=ConnectionFailed"},
+         [](AgentClient& c) { c.poll_events(); },
          "up event with status"},
-        {{"ok n=1\nev kind=up conn=1 initiator=2 status=Success"}, [](AgentClient& c) { c.poll_events(); }, "initiator"},
+        {{"ok n=1\nev kind=up conn=1 initiator=2 status=Success"},
+         [](AgentClient& c) { c.poll_events(); },
+         "initiator"},
         {{"ok unknown_dcid=0"}, [](AgentClient& c) { c.counters(); }, "missing counter"},
         {{"ok conn=x"}, [](AgentClient& c) { c.connect(model::Address{}, ConnOffer{}); }, "conn"},
         {{"ok version=2 agent=x"}, [](AgentClient& c) { c.hello(); }, "version 2"},
@@ -535,7 +547,8 @@ TEST(AgentClient, ErrResponsesNameTheRequest) {
 }
 
 TEST(AgentClient, RequestsAreWellFormed) {
-    auto link = std::make_unique<ScriptedLink>(std::vector<std::string>{"ok", "ok", "ok", "ok refused=\"no such thing\""});
+    auto link =
+        std::make_unique<ScriptedLink>(std::vector<std::string>{"ok", "ok", "ok", "ok refused=\"no such thing\""});
     ScriptedLink* l = link.get();
     AgentClient c(std::move(link), "a");
     c.listen(false);
@@ -557,8 +570,9 @@ TEST(AgentClient, RequestsAreWellFormed) {
     ASSERT_EQ(l->sent.size(), 4u);
     EXPECT_EQ(l->sent[0], "listen off");
     EXPECT_EQ(l->sent[1], "close conn=3 abort=1");
-    EXPECT_EQ(l->sent[2],
-              "post op=write_imm conn=1 stream=2 wr_id=3 region=4096 offset=5 length=6 remote_va=0x7000 rkey=0x10d imm=0x9");
+    EXPECT_EQ(
+        l->sent[2],
+        "post op=write_imm conn=1 stream=2 wr_id=3 region=4096 offset=5 length=6 remote_va=0x7000 rkey=0x10d imm=0x9");
     EXPECT_EQ(l->sent[3], "post op=send conn=1 stream=2 wr_id=3 region=4096 offset=5 length=6");
     // Every request the client sends is one the server accepts syntactically.
     Bench b;
@@ -571,7 +585,8 @@ TEST(AgentClient, ReportsAStallAndStopsUsingTheLink) {
     c.idle = [&] { ++idles; };
     const auto t0 = std::chrono::steady_clock::now();
     const std::string e = dut_error([&] { c.reg_mr(4096, 7); });
-    const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
+    const auto ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
     EXPECT_EQ(e, "agent unix:/tmp/a.sock: stalled: no response to 'reg_mr length=4096 access=7' within 50 ms");
     EXPECT_GE(ms, 50);
     EXPECT_LT(ms, 1000);

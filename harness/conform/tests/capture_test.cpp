@@ -147,7 +147,7 @@ struct Pcapng {
 };
 
 class TempDir {
-  public:
+public:
     TempDir() {
         const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
         dir_ = std::filesystem::temp_directory_path() /
@@ -167,7 +167,7 @@ class TempDir {
         return p;
     }
 
-  private:
+private:
     std::filesystem::path dir_;
 };
 
@@ -175,16 +175,12 @@ class TempDir {
 std::string read_error(const Bytes& data, const std::string& name = "cap.pcap") {
     try {
         (void)read_capture_bytes(data, name);
-    } catch (const CaptureError& e) {
-        return e.what();
-    }
+    } catch (const CaptureError& e) { return e.what(); }
     ADD_FAILURE() << "reading " << name << " (" << data.size() << " bytes) did not throw";
     return "";
 }
 
-bool starts_with(const std::string& s, const std::string& p) {
-    return s.rfind(p, 0) == 0;
-}
+bool starts_with(const std::string& s, const std::string& p) { return s.rfind(p, 0) == 0; }
 
 void expect_invariants(const Capture& c) {
     uint64_t truncated = 0;
@@ -280,9 +276,7 @@ TEST(Capture, WriterErrors) {
     try {
         CaptureWriter w(bad);
         FAIL() << "opening " << bad << " did not throw";
-    } catch (const CaptureError& e) {
-        EXPECT_TRUE(starts_with(e.what(), bad + ": cannot create")) << e.what();
-    }
+    } catch (const CaptureError& e) { EXPECT_TRUE(starts_with(e.what(), bad + ": cannot create")) << e.what(); }
     CaptureWriter w(tmp.file("w.pcap"));
     EXPECT_THROW(w.write(uint64_t{1} << 32 << 30, frame_bytes(10, 0)), CaptureError);  // > 2^32 s
     w.close();
@@ -311,10 +305,9 @@ TEST(Capture, MicrosecondPcapScaledToNanoseconds) {
     for (const bool be : {false, true}) {
         SCOPED_TRACE(be ? "big-endian" : "little-endian");
         const Bytes f1 = frame_bytes(60, 1), f2 = frame_bytes(42, 2);
-        const Bytes file =
-            pcap_file(be, false, 1,
-                      {rec(1'600'000'000, 123'456, f1), rec(1'600'000'001, 999'999, f2),
-                       rec(3'000'000'000u, 7, f2)});  // past 2038: unsigned
+        const Bytes file = pcap_file(be, false, 1,
+                                     {rec(1'600'000'000, 123'456, f1), rec(1'600'000'001, 999'999, f2),
+                                      rec(3'000'000'000u, 7, f2)});  // past 2038: unsigned
         const Capture c = read_capture_bytes(file, "us.pcap");
         EXPECT_EQ(c.format, "pcap");
         ASSERT_EQ(c.frames.size(), 3u);
@@ -330,9 +323,9 @@ TEST(Capture, MicrosecondPcapScaledToNanoseconds) {
 TEST(Capture, NanosecondPcapBothByteOrders) {
     for (const bool be : {false, true}) {
         SCOPED_TRACE(be ? "big-endian" : "little-endian");
-        const Bytes file = pcap_file(be, true, 1,
-                                     {rec(12, 345'678'901, frame_bytes(60, 3)),
-                                      rec(0xFFFF'FFFFu, 999'999'999, frame_bytes(60, 4))});
+        const Bytes file =
+            pcap_file(be, true, 1,
+                      {rec(12, 345'678'901, frame_bytes(60, 3)), rec(0xFFFF'FFFFu, 999'999'999, frame_bytes(60, 4))});
         const Capture c = read_capture_bytes(file, "ns.pcap");
         ASSERT_EQ(c.frames.size(), 2u);
         EXPECT_EQ(c.frames[0].time_ns, 12'345'678'901ull);
@@ -342,8 +335,7 @@ TEST(Capture, NanosecondPcapBothByteOrders) {
 
 TEST(Capture, TruncatedFramesCounted) {
     const Bytes part = frame_bytes(64, 4);
-    const Bytes file =
-        pcap_file(false, true, 1, {rec(1, 0, part, 1514), rec(2, 0, frame_bytes(60, 5))}, 64);
+    const Bytes file = pcap_file(false, true, 1, {rec(1, 0, part, 1514), rec(2, 0, frame_bytes(60, 5))}, 64);
     const Capture c = read_capture_bytes(file, "snap.pcap");
     ASSERT_EQ(c.frames.size(), 2u);
     EXPECT_EQ(c.frames[0].bytes, part);
@@ -486,8 +478,7 @@ TEST(Capture, PcapngPacketOnAnUndescribedInterfaceRejected) {
 // ---- bad input ----
 
 TEST(Capture, BadInputsAreCaptureErrorsNamingTheFile) {
-    const Bytes good =
-        pcap_file(false, false, 1, {rec(1, 0, frame_bytes(60, 1)), rec(2, 0, frame_bytes(60, 2))});
+    const Bytes good = pcap_file(false, false, 1, {rec(1, 0, frame_bytes(60, 1)), rec(2, 0, frame_bytes(60, 2))});
     const std::string text = "this is a text file, not a capture\n";
     struct Case {
         const char* what;
@@ -497,16 +488,12 @@ TEST(Capture, BadInputsAreCaptureErrorsNamingTheFile) {
     const std::vector<Case> cases = {
         {"empty", {}, "not a pcap or pcapng capture"},
         {"three bytes", {0xD4, 0xC3, 0xB2}, "not a pcap or pcapng capture"},
-        {"garbage",
-         {0xDE, 0xAD, 0xBE, 0xEF, 1, 2, 3, 4, 5, 6, 7, 8},
-         "not a pcap or pcapng capture"},
+        {"garbage", {0xDE, 0xAD, 0xBE, 0xEF, 1, 2, 3, 4, 5, 6, 7, 8}, "not a pcap or pcapng capture"},
         {"text", Bytes(text.begin(), text.end()), "not a pcap or pcapng capture"},
         {"truncated pcap header", Bytes(good.begin(), good.begin() + 10), "truncated file header"},
-        {"truncated record header", Bytes(good.begin(), good.begin() + 24 + 16 + 60 + 5),
-         "frame 2: truncated record"},
+        {"truncated record header", Bytes(good.begin(), good.begin() + 24 + 16 + 60 + 5), "frame 2: truncated record"},
         {"truncated record body", Bytes(good.begin(), good.end() - 1), "frame 2: truncated record"},
-        {"first record truncated", Bytes(good.begin(), good.begin() + 24 + 16 + 30),
-         "frame 1: truncated record"},
+        {"first record truncated", Bytes(good.begin(), good.begin() + 24 + 16 + 30), "frame 1: truncated record"},
     };
     for (const auto& c : cases) {
         SCOPED_TRACE(c.what);
@@ -527,8 +514,7 @@ TEST(Capture, BadPcapngInputs) {
 
     EXPECT_TRUE(starts_with(read_error(Bytes(good.begin(), good.end() - 3), "t.pcapng"),
                             "t.pcapng: frame 2: truncated record"));
-    EXPECT_TRUE(
-        starts_with(read_error(Bytes(good.begin(), good.begin() + 20), "t.pcapng"), "t.pcapng: "));
+    EXPECT_TRUE(starts_with(read_error(Bytes(good.begin(), good.begin() + 20), "t.pcapng"), "t.pcapng: "));
 
     Pcapng only_shb;
     only_shb.shb();
@@ -556,9 +542,7 @@ TEST(Capture, ReadCaptureMissingFileAndDirectory) {
     try {
         (void)read_capture(missing);
         FAIL() << "no error";
-    } catch (const CaptureError& e) {
-        EXPECT_TRUE(starts_with(e.what(), missing + ": cannot open")) << e.what();
-    }
+    } catch (const CaptureError& e) { EXPECT_TRUE(starts_with(e.what(), missing + ": cannot open")) << e.what(); }
     try {
         (void)read_capture(tmp.file(""));
         FAIL() << "no error";

@@ -47,11 +47,13 @@ struct Talk {
     void setup(uint16_t paths = 1, uint16_t wcap = 256) {
         auto c = base(true, Opcode::Connect);
         c.dcid = 0;
-        c.scid = kIdA, c.isn = kIsnA, c.path_count = paths, c.stream_count = 1, c.max_payload = 1024, c.window_cap = wcap;
+        c.scid = kIdA, c.isn = kIsnA, c.path_count = paths, c.stream_count = 1, c.max_payload = 1024,
+        c.window_cap = wcap;
         send(c);
         auto a = base(false, Opcode::Accept);
         a.dcid = kIdA;
-        a.scid = kIdB, a.isn = kIsnB, a.path_count = paths, a.stream_count = 1, a.max_payload = 1024, a.window_cap = wcap;
+        a.scid = kIdB, a.isn = kIsnB, a.path_count = paths, a.stream_count = 1, a.max_payload = 1024,
+        a.window_cap = wcap;
         send(a);
     }
     // A 1024-byte WRITE segment k of a message of `segs` segments from A.
@@ -143,7 +145,7 @@ void gap_loss_then_rto(Talk& k, std::initializer_list<uint32_t> retransmit_order
     for (uint32_t i = 0; i < 4; ++i) k.write(i, i, 4);
     // PSNs 1 and 2 received, PSN 0 lost (gap rule), PSN 3 in flight (sent with the echoed one: no time rule).
     k.ack_from_b(uint32_t(-1), {1, 2});
-    k.t += 2'000'000;                     // past RTO_INIT (1 ms) after the ACK: the RTO expires
+    k.t += 2'000'000;  // past RTO_INIT (1 ms) after the ACK: the RTO expires
     for (uint32_t psn : retransmit_order) {
         auto p = k.base(true, Opcode::Write);
         p.udp_sport = 51234;  // the re-path's new route
@@ -443,7 +445,7 @@ TEST(Monitor, TheRnrRetransmissionThatOpensANewRouteShowsTheRepath) {
     ack_ce(k, 0, 1, 1000);  // a CE mark: cwnd 4
     at(1150);
     nak(k, 1, ref::NakCode::Rnr, 10);  // PSN 1 waits until 1250; 2 and 3 stay in flight
-    at(20000);  // the RTO expires (2 and 3 lost): re-path, PSN 1 goes first
+    at(20000);                         // the RTO expires (2 and 3 lost): re-path, PSN 1 goes first
     for (uint32_t i = 1; i < 4; ++i) {
         auto p = k.base(true, Opcode::Write);
         p.udp_sport = 51234;

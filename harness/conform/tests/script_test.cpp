@@ -89,9 +89,10 @@ TEST(Script, ErrorsNameFileAndLine) {
 }
 
 TEST(Script, ALineNamesWhatItAssumes) {
-    const Script s = parse_script("# id: X\n# requires: R-CC-3\n* > WRITE psn=5 should=R-CC-11 as w\n"
-                                  "0..9 > none data default=R-PATH-5\n* > WRITE psn=6\n",
-                                  "t.mcs");
+    const Script s = parse_script(
+        "# id: X\n# requires: R-CC-3\n* > WRITE psn=5 should=R-CC-11 as w\n"
+        "0..9 > none data default=R-PATH-5\n* > WRITE psn=6\n",
+        "t.mcs");
     ASSERT_EQ(s.lines.size(), 3u);
     EXPECT_EQ(s.lines[0].assumes, Line::Assumes::Should);
     EXPECT_EQ(s.lines[0].assumed_rule, "R-CC-11");
@@ -114,9 +115,7 @@ TEST(Script, LoadNamesAMissingFile) {
     try {
         load_script("/nonexistent/x.mcs");
         FAIL();
-    } catch (const ScriptError& e) {
-        EXPECT_EQ(std::string(e.what()), "/nonexistent/x.mcs:0: cannot read");
-    }
+    } catch (const ScriptError& e) { EXPECT_EQ(std::string(e.what()), "/nonexistent/x.mcs:0: cannot read"); }
 }
 
 // A virtual-time DUT whose clock never moves and that sends a frame at every step: a timer that
@@ -173,10 +172,12 @@ TEST(Runner, ALivelockedDutFailsTheTestInsteadOfHanging) {
 // test; asked for as a SHOULD it makes the test unsupported (failed under --strict, naming the
 // rule); a `> none` that assumes a default choice is unsupported when the DUT chose otherwise.
 TestResult run_inproc(const std::string& body, bool strict, bool assume_defaults = false) {
-    const Script sc = parse_script("# id: T-ASSUME\n# title: t\n# requires: R-CC-3\n"
-                                   "connect tester paths=1 streams=1 maxpay=1024\nmr src 65536 local\n"
-                                   "0 ! write stream=0 wr=1 mr=src len=2048 rva=0x1000 rkey=0x100\n" + body,
-                                   "t.mcs");
+    const Script sc = parse_script(
+        "# id: T-ASSUME\n# title: t\n# requires: R-CC-3\n"
+        "connect tester paths=1 streams=1 maxpay=1024\nmr src 65536 local\n"
+        "0 ! write stream=0 wr=1 mr=src len=2048 rva=0x1000 rkey=0x100\n" +
+            body,
+        "t.mcs");
     auto dut = make_inproc_dut();
     RunOptions o;
     o.strict = strict;
@@ -190,7 +191,8 @@ TEST(Runner, AnUnmetShouldLineIsUnsupportedUnlessStrict) {
     EXPECT_EQ(run_inproc(met, false).outcome, Outcome::Pass);
     const TestResult plain = run_inproc(met + "+0..100 > WRITE path=0 psn=5\n", false);
     EXPECT_EQ(plain.outcome, Outcome::Fail);
-    const TestResult lax = run_inproc(met + "+0..100 > WRITE path=0 psn=5 should=R-CC-11\n+0 > WRITE path=0 psn=6\n", false);
+    const TestResult lax =
+        run_inproc(met + "+0..100 > WRITE path=0 psn=5 should=R-CC-11\n+0 > WRITE path=0 psn=6\n", false);
     EXPECT_EQ(lax.outcome, Outcome::Unsupported);
     ASSERT_FALSE(lax.messages.empty());
     EXPECT_NE(lax.messages[0].find("--strict"), std::string::npos) << lax.messages[0];

@@ -75,9 +75,7 @@ int main(int argc, char** argv) {
     app.add_flag("--quit", quit, "End the agent when done");
     try {
         app.parse(argc, argv);
-    } catch (const CLI::ParseError& e) {
-        return app.exit(e);
-    }
+    } catch (const CLI::ParseError& e) { return app.exit(e); }
     model::Address self;
     const auto m = agent::parse_mac(mac);
     if (!m || !agent::parse_ip(ip, self.ipv6, self.ip)) {
@@ -97,11 +95,12 @@ int main(int argc, char** argv) {
         const DutInfo& info = dut->info();
         std::cout << "info: " << info.name << ", mac " << agent::mac_text(info.address.mac) << ", ip "
                   << agent::ip_text(info.address.ipv6, info.address.ip) << ", udp " << info.udp_port << ", paths "
-                  << info.max_paths << ", streams " << info.max_streams << ", payload " << info.max_payload << std::endl;
+                  << info.max_paths << ", streams " << info.max_streams << ", payload " << info.max_payload
+                  << std::endl;
         dut->reset();
 
-        const Region r = dut->reg_mr(65536, model::access::kLocalWrite | model::access::kRemoteWrite |
-                                                model::access::kRemoteRead);
+        const Region r =
+            dut->reg_mr(65536, model::access::kLocalWrite | model::access::kRemoteWrite | model::access::kRemoteRead);
         std::cout << "reg_mr: handle " << r.handle << " va 0x" << std::hex << r.va << " rkey 0x" << r.rkey << std::dec
                   << std::endl;
         std::vector<uint8_t> pattern(4096);
@@ -112,10 +111,9 @@ int main(int argc, char** argv) {
         std::string err;
         try {
             dut->client().request("no_such_request x=1");
-        } catch (const DutError& e) {
-            err = e.what();
-        }
-        check(err.find("no_such_request: err unknown") != std::string::npos, "an unknown request gets err unknown (" + err + ")");
+        } catch (const DutError& e) { err = e.what(); }
+        check(err.find("no_such_request: err unknown") != std::string::npos,
+              "an unknown request gets err unknown (" + err + ")");
 
         dut->listen(true);
         const uint32_t scid = 0x5107;

@@ -27,35 +27,35 @@
 namespace mroce::lockstep {
 
 struct Divergence {
-  model::Time at = 0;
-  char side = 'A';
-  uint64_t step = 0;     // events handled by that side so far
-  std::string what;      // e.g. "frame 0", "completion 1", "path 2 of conn 1"
-  std::string expected;  // the model's
-  std::string got;       // the engine's
-  std::string event;     // the event of the step
-  std::string text() const;
+    model::Time at = 0;
+    char side = 'A';
+    uint64_t step = 0;     // events handled by that side so far
+    std::string what;      // e.g. "frame 0", "completion 1", "path 2 of conn 1"
+    std::string expected;  // the model's
+    std::string got;       // the engine's
+    std::string event;     // the event of the step
+    std::string text() const;
 };
 
 struct DiffOptions {
-  Canary canary = Canary::None;
-  bool stop_at_divergence = true;  // abort the run at the first divergence (fast); else run on (model only)
-  bool trace = false;              // record harness event lines (for writing a trace)
-  bool canonical_packets = false;
-  // Wraps each side's lockstep endpoint (side 'A' / 'B'), e.g. to observe what it sends
-  // (lockstep/scenarios.hpp); the wrapper must forward every call.
-  std::function<std::unique_ptr<harness::SimEndpoint>(std::unique_ptr<harness::SimEndpoint>, char side)> wrap;
+    Canary canary = Canary::None;
+    bool stop_at_divergence = true;  // abort the run at the first divergence (fast); else run on (model only)
+    bool trace = false;              // record harness event lines (for writing a trace)
+    bool canonical_packets = false;
+    // Wraps each side's lockstep endpoint (side 'A' / 'B'), e.g. to observe what it sends
+    // (lockstep/scenarios.hpp); the wrapper must forward every call.
+    std::function<std::unique_ptr<harness::SimEndpoint>(std::unique_ptr<harness::SimEndpoint>, char side)> wrap;
 };
 
 struct DiffStats {
-  uint64_t steps = 0, frames = 0, completions = 0;
-  std::set<std::string> requirements;  // requirement IDs the run exercised (packet / event kinds)
+    uint64_t steps = 0, frames = 0, completions = 0;
+    std::set<std::string> requirements;  // requirement IDs the run exercised (packet / event kinds)
 };
 
 struct DiffResult {
-  std::optional<Divergence> divergence;
-  harness::RunResult run;  // complete only when the run was not aborted
-  DiffStats stats;
+    std::optional<Divergence> divergence;
+    harness::RunResult run;  // complete only when the run was not aborted
+    DiffStats stats;
 };
 
 // Fault / workload profiles of the differential campaigns (harness::generate knobs, config drawn per

@@ -24,35 +24,35 @@ Address engine_address(const model::Address& a);
 
 // Planted bugs (the engine itself is not touched).
 enum class Canary : uint8_t {
-  None,
-  DropFirstRetx,  // the engine's first RETX data frame never reaches the network
+    None,
+    DropFirstRetx,  // the engine's first RETX data frame never reaches the network
 };
 
 class EngineEndpoint final : public harness::SimEndpoint {
- public:
-  explicit EngineEndpoint(const model::Config& config, Canary canary = Canary::None);
+public:
+    explicit EngineEndpoint(const model::Config& config, Canary canary = Canary::None);
 
-  std::vector<model::Action> handle(model::Time now, const model::Event& event) override;
-  std::optional<std::vector<uint8_t>> read_memory(uint64_t va, uint64_t len) const override;
-  std::vector<uint32_t> connections() const override;
-  std::optional<model::ConnState> connection_state(uint32_t conn) const override;
-  std::optional<model::PathView> path_view(uint32_t conn, uint16_t path) const override;
-  uint16_t path_count(uint32_t conn) const override;
-  std::map<uint32_t, uint32_t> rate_shares() const override;
-  uint32_t capacity_mbps() const override;
-  size_t outstanding_work(uint32_t conn) const override;
-  std::optional<model::Time> next_deadline() const override;
+    std::vector<model::Action> handle(model::Time now, const model::Event& event) override;
+    std::optional<std::vector<uint8_t>> read_memory(uint64_t va, uint64_t len) const override;
+    std::vector<uint32_t> connections() const override;
+    std::optional<model::ConnState> connection_state(uint32_t conn) const override;
+    std::optional<model::PathView> path_view(uint32_t conn, uint16_t path) const override;
+    uint16_t path_count(uint32_t conn) const override;
+    std::map<uint32_t, uint32_t> rate_shares() const override;
+    uint32_t capacity_mbps() const override;
+    size_t outstanding_work(uint32_t conn) const override;
+    std::optional<model::Time> next_deadline() const override;
 
-  Device& device() { return *dev_; }
+    Device& device() { return *dev_; }
 
- private:
-  model::Config cfg_;
-  io::ManualClock clock_;
-  io::CaptureIo io_;
-  std::unique_ptr<Device> dev_;
-  std::vector<std::unique_ptr<uint8_t[]>> buffers_;
-  Canary canary_ = Canary::None;
-  bool canary_fired_ = false;
+private:
+    model::Config cfg_;
+    io::ManualClock clock_;
+    io::CaptureIo io_;
+    std::unique_ptr<Device> dev_;
+    std::vector<std::unique_ptr<uint8_t[]>> buffers_;
+    Canary canary_ = Canary::None;
+    bool canary_fired_ = false;
 };
 
 harness::EndpointFactory engine_factory(Canary canary = Canary::None);

@@ -26,15 +26,15 @@ namespace mroce::lockstep {
 // One frame entering the network, as a filter sees it: who sent it, its fields and bytes, the time,
 // and both endpoints (the model's) as they are when it is sent.
 struct FrameInfo {
-  harness::Side from = harness::Side::A;
-  const ref::Packet& packet;
-  const std::vector<uint8_t>& frame;
-  model::Time now = 0;
-  std::array<const harness::SimEndpoint*, 2> ep{};
-  bool data() const;                    // a data opcode
-  uint32_t conn(harness::Side s) const;  // that side's first connection (0 if none)
-  // A path's current route (UDP source port) on one side's first connection.
-  uint16_t route(harness::Side s, uint16_t path) const;
+    harness::Side from = harness::Side::A;
+    const ref::Packet& packet;
+    const std::vector<uint8_t>& frame;
+    model::Time now = 0;
+    std::array<const harness::SimEndpoint*, 2> ep{};
+    bool data() const;                     // a data opcode
+    uint32_t conn(harness::Side s) const;  // that side's first connection (0 if none)
+    // A path's current route (UDP source port) on one side's first connection.
+    uint16_t route(harness::Side s, uint16_t path) const;
 };
 // The fate of one frame as it enters the network (the filter may remember what it saw: it is called
 // exactly once per frame, in network order, like a live filter).
@@ -55,60 +55,60 @@ harness::PacketFate duplicate(uint32_t gap_us);
 harness::PacketFate corrupt_ip_byte(uint16_t ip_offset, uint8_t mask = 0x01);
 
 struct SentFrame {
-  model::Time at = 0;
-  ref::Packet packet;  // the header fields (payload_length set)
-  uint32_t frame_len = 0;
+    model::Time at = 0;
+    ref::Packet packet;  // the header fields (payload_length set)
+    uint32_t frame_len = 0;
 };
 
 // What a scenario's checks look at, the same whichever way it ran.
 struct Observed {
-  harness::RunResult run;
-  std::array<std::vector<SentFrame>, 2> sent;  // every frame each side transmitted, in order
-  struct Conn {
-    std::optional<model::ConnState> state;
-    uint16_t paths = 0;
-    std::vector<std::optional<model::PathView>> views;  // by path
-    size_t outstanding = 0;
-  };
-  std::array<std::map<uint32_t, Conn>, 2> final;  // by local connection ID, when the run ended
-  std::array<std::map<uint32_t, uint32_t>, 2> final_shares;
-  std::map<std::string, int64_t> notes;  // taken by the scenario's step hook
+    harness::RunResult run;
+    std::array<std::vector<SentFrame>, 2> sent;  // every frame each side transmitted, in order
+    struct Conn {
+        std::optional<model::ConnState> state;
+        uint16_t paths = 0;
+        std::vector<std::optional<model::PathView>> views;  // by path
+        size_t outstanding = 0;
+    };
+    std::array<std::map<uint32_t, Conn>, 2> final;  // by local connection ID, when the run ended
+    std::array<std::map<uint32_t, uint32_t>, 2> final_shares;
+    std::map<std::string, int64_t> notes;  // taken by the scenario's step hook
 
-  // Completions of one side, in order.
-  std::vector<model::Completion> completions(harness::Side side) const;
-  // Connection `index`'s final state on `side` (nullptr when it never had an ID).
-  const Conn* conn(harness::Side side, size_t index = 0) const;
-  std::optional<model::PathView> path(harness::Side side, uint16_t path, size_t index = 0) const;
+    // Completions of one side, in order.
+    std::vector<model::Completion> completions(harness::Side side) const;
+    // Connection `index`'s final state on `side` (nullptr when it never had an ID).
+    const Conn* conn(harness::Side side, size_t index = 0) const;
+    std::optional<model::PathView> path(harness::Side side, uint16_t path, size_t index = 0) const;
 };
 
 // Called after every step of either side: may record into Observed::notes.
 using StepHook = std::function<void(Observed&, harness::Side, model::Time, const harness::SimEndpoint&)>;
 
 struct RequirementScenario {
-  std::string name;  // the test's name: requirement IDs first (R_ACK_5_...)
-  harness::Scenario scenario;
-  harness::CheckMode mode = harness::CheckMode::Standard;  // the harness checks every way runs
-  std::function<FrameFilter()> filter;                     // a fresh filter per compilation; may be empty
-  std::function<StepHook()> on_step;                       // a fresh hook per run; may be empty
-  std::function<void(const Observed&)> check;              // the scenario's own assertions
+    std::string name;  // the test's name: requirement IDs first (R_ACK_5_...)
+    harness::Scenario scenario;
+    harness::CheckMode mode = harness::CheckMode::Standard;  // the harness checks every way runs
+    std::function<FrameFilter()> filter;                     // a fresh filter per compilation; may be empty
+    std::function<StepHook()> on_step;                       // a fresh hook per run; may be empty
+    std::function<void(const Observed&)> check;              // the scenario's own assertions
 };
 
 enum class Way { Model, Engine, Lockstep };
 std::string_view way_name(Way w);
 
 struct WayOptions {
-  std::string trace_dir = ".";  // where a failing run's trace is written
-  std::string mroce = "mroce";  // the CLI, as the printed replay command names it
-  size_t shrink_runs = 300;     // shrink_divergence budget
+    std::string trace_dir = ".";  // where a failing run's trace is written
+    std::string mroce = "mroce";  // the CLI, as the printed replay command names it
+    size_t shrink_runs = 300;     // shrink_divergence budget
 };
 
 struct WayResult {
-  Observed observed;
-  std::vector<harness::Violation> violations;  // the harness checks of the scenario's mode
-  std::optional<Divergence> divergence;        // Lockstep only (before shrinking)
-  harness::Scenario compiled;                  // the scenario that ran (filter compiled)
-  bool failed() const { return divergence.has_value() || !violations.empty(); }
-  std::string report() const;  // violations / divergence, one per line
+    Observed observed;
+    std::vector<harness::Violation> violations;  // the harness checks of the scenario's mode
+    std::optional<Divergence> divergence;        // Lockstep only (before shrinking)
+    harness::Scenario compiled;                  // the scenario that ran (filter compiled)
+    bool failed() const { return divergence.has_value() || !violations.empty(); }
+    std::string report() const;  // violations / divergence, one per line
 };
 
 // The scenario with its filter compiled (once per call).

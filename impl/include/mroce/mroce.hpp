@@ -84,7 +84,7 @@ enum class Result : int8_t {
   LocalProtection = -4,  // buffer not inside the lkey's region, or LocalWrite missing [R-MEM-4]
   NoResources = -5,      // a preallocated pool (work requests, receives, connections, ...) is empty
   InvalidArgument = -6,
-  UnknownKey = -7,       // dereg_mr of a key that names no region
+  UnknownKey = -7,  // dereg_mr of a key that names no region
 };
 const char* result_name(Result r) noexcept;
 
@@ -105,10 +105,10 @@ struct Address {
 // What this end offers for a connection [R-HDR-26]; the negotiated value is the minimum of both
 // ends' offers [R-CONN-3].
 struct ConnParams {
-  uint16_t paths = 4;         // 1..256
-  uint16_t streams = 4;       // 1..65535
+  uint16_t paths = 4;           // 1..256
+  uint16_t streams = 4;         // 1..65535
   uint16_t max_payload = 4096;  // 256..8192, multiple of 64
-  uint16_t window_cap = 256;  // 1..256
+  uint16_t window_cap = 256;    // 1..256
 };
 
 struct DeviceConfig {
@@ -124,9 +124,9 @@ struct DeviceConfig {
   uint64_t random_seed = 0;
   std::optional<uint32_t> isn;            // test option: the ISN of every connection
   std::optional<uint32_t> first_conn_id;  // test option: IDs allocated upwards from here
-  ConnParams offer;                 // offered to every peer (connect() may override)
+  ConnParams offer;                       // offered to every peer (connect() may override)
   // Timers and limits, SPEC appendix A (µs unless noted).
-  uint32_t ack_every = 4;           // coalescing choice [R-ACK-3]
+  uint32_t ack_every = 4;  // coalescing choice [R-ACK-3]
   uint32_t ack_delay_us = 8;
   uint32_t rto_init_us = 1000;
   uint32_t rto_min_us = 100;
@@ -140,18 +140,18 @@ struct DeviceConfig {
   uint32_t connect_tries = 8;
   uint32_t rnr_default_us = 100;
   uint32_t rnr_retry_max = 7;
-  uint16_t rnr_detail = 0;          // Detail put in this end's RNR NAKs (10 µs units)
+  uint16_t rnr_detail = 0;  // Detail put in this end's RNR NAKs (10 µs units)
   // Capacities, preallocated at open(). Exhaustion gives Result::NoResources on posts and connects
   // (and REJECT reason 2 to a CONNECT), never a crash.
   uint32_t max_connections = 1024;
-  uint32_t max_work_requests = 65536;   // posted sends/writes/reads not yet completed, + read responses
-  uint32_t max_receives = 65536;        // posted receives not yet completed
-  uint32_t max_window_blocks = 1024;    // paths with outstanding PSNs at one time (8 KiB each)
-  uint32_t max_regions = 4096;          // memory registrations over the device's life
-  uint32_t max_peers = 1024;            // distinct peer addresses
-  uint32_t cq_size = 65536;             // completions waiting for poll_cq
-  uint32_t event_queue_size = 4096;     // connection events waiting for poll_events
-  uint16_t burst = 32;                  // frames per rx/tx burst
+  uint32_t max_work_requests = 65536;  // posted sends/writes/reads not yet completed, + read responses
+  uint32_t max_receives = 65536;       // posted receives not yet completed
+  uint32_t max_window_blocks = 1024;   // paths with outstanding PSNs at one time (8 KiB each)
+  uint32_t max_regions = 4096;         // memory registrations over the device's life
+  uint32_t max_peers = 1024;           // distinct peer addresses
+  uint32_t cq_size = 65536;            // completions waiting for poll_cq
+  uint32_t event_queue_size = 4096;    // connection events waiting for poll_events
+  uint16_t burst = 32;                 // frames per rx/tx burst
 };
 
 // A registered memory region [R-MEM-1].
@@ -244,12 +244,12 @@ struct Counters {
   uint64_t cwnd_decreases = 0;
   uint64_t invalid_acks = 0;      // ACKs/NAKs whose CPSN/PSN was never sent [R-ACK-10]
   uint64_t sack_beyond_snxt = 0;  // ACKs with SACK bits for unsent PSNs, ignored [R-ACK-10]
-  uint64_t foreign_source = 0;  // packets of a connection from another address [R-SEC-10]
-  uint64_t bad_accepts = 0;     // ACCEPTs above this end's offer [R-CONN-3]
+  uint64_t foreign_source = 0;    // packets of a connection from another address [R-SEC-10]
+  uint64_t bad_accepts = 0;       // ACCEPTs above this end's offer [R-CONN-3]
   // Engine only: resource limits met on the data path.
-  uint64_t tx_no_buffer = 0;       // frames not sent for lack of a tx buffer
-  uint64_t window_block_waits = 0; // a path could not start a window for lack of a block
-  uint64_t cq_overflow = 0;        // completions lost because the CQ was full
+  uint64_t tx_no_buffer = 0;        // frames not sent for lack of a tx buffer
+  uint64_t window_block_waits = 0;  // a path could not start a window for lack of a block
+  uint64_t cq_overflow = 0;         // completions lost because the CQ was full
   uint64_t event_overflow = 0;
   uint64_t rejects_no_resources = 0;
   uint64_t rx_frames = 0;
@@ -259,12 +259,12 @@ struct Counters {
 
 // Sizes of the engine's state, for capacity planning [R-CONN-5].
 struct MemoryUsage {
-  uint64_t preallocated_bytes = 0;      // pools sized at open()
-  uint64_t connection_bytes = 0;        // per-connection state allocated at setup, all connections
-  uint32_t connections = 0;             // slots in use (any state)
+  uint64_t preallocated_bytes = 0;                   // pools sized at open()
+  uint64_t connection_bytes = 0;                     // per-connection state allocated at setup, all connections
+  uint32_t connections = 0;                          // slots in use (any state)
   static uint64_t connection_base_bytes() noexcept;  // fixed part of one connection
-  static uint64_t per_path_bytes() noexcept;          // added per negotiated path
-  static uint64_t per_stream_bytes() noexcept;        // added per negotiated stream
+  static uint64_t per_path_bytes() noexcept;         // added per negotiated path
+  static uint64_t per_stream_bytes() noexcept;       // added per negotiated stream
 };
 
 namespace engine {
@@ -305,10 +305,10 @@ class Device {
   Result post_send(uint32_t conn, uint16_t stream, uint64_t wr_id, const Sge& local);
   Result post_write(uint32_t conn, uint16_t stream, uint64_t wr_id, const Sge& local, uint64_t remote_addr,
                     uint32_t rkey);
-  Result post_write_imm(uint32_t conn, uint16_t stream, uint64_t wr_id, const Sge& local,
-                        uint64_t remote_addr, uint32_t rkey, uint32_t imm);
-  Result post_read(uint32_t conn, uint16_t stream, uint64_t wr_id, const Sge& local_sink,
-                   uint64_t remote_addr, uint32_t rkey);
+  Result post_write_imm(uint32_t conn, uint16_t stream, uint64_t wr_id, const Sge& local, uint64_t remote_addr,
+                        uint32_t rkey, uint32_t imm);
+  Result post_read(uint32_t conn, uint16_t stream, uint64_t wr_id, const Sge& local_sink, uint64_t remote_addr,
+                   uint32_t rkey);
   Result post_recv(uint32_t conn, uint16_t stream, uint64_t wr_id, const Sge& buffer);
 
   // ---- completions and events ----
