@@ -471,7 +471,8 @@ private:
     bool dirty_ = false;
 };
 
-// Resource limits an engine met (zero in a healthy run): they explain loss no impairment caused.
+// Resource limits an engine met, and frames it refused from a peer it does not trust ([R-ACK-10],
+// [R-SEC-10], [R-CONN-3]); all zero in a healthy run: they explain loss no impairment caused.
 json limit_stats(const Counters& k) {
     return {{"tx_no_buffer", k.tx_no_buffer},
             {"window_block_waits", k.window_block_waits},
