@@ -96,6 +96,10 @@ int run_random(const ConformOptions& o, const GlobalOptions& g) {
     ro.canary = o.canary;
     ro.shrink = !o.no_shrink;
     ro.out_dir = o.out_dir;
+    if (!ro.out_dir.empty() && !make_output_dir(ro.out_dir)) {
+        std::cerr << "mroce conform: --out " << ro.out_dir << ": cannot use it as a folder\n";
+        return kExitMisuse;
+    }
     std::string knob_args;
     for (const auto& k : o.knobs) {
         const size_t eq = k.find('=');
@@ -268,6 +272,10 @@ int run(const ConformOptions& o, const GlobalOptions& g) {
     ro.late_us = o.late_us;
     ro.late_prop = o.late_prop;
     ro.out_dir = o.out_dir;
+    if (!ro.out_dir.empty() && !make_output_dir(ro.out_dir)) {
+        std::cerr << "mroce conform: --out " << ro.out_dir << ": cannot use it as a folder\n";
+        return kExitMisuse;
+    }
     if (!parse_mac(o.tester_mac, ro.tester.mac)) {
         std::cerr << "mroce conform: --tester-mac " << o.tester_mac << ": not a MAC address\n";
         return kExitMisuse;

@@ -28,10 +28,7 @@ struct DiffCliOptions {
 };
 
 int run_diff(const DiffCliOptions& o, const GlobalOptions& g) {
-    // Checked before the campaign, not after an hour of it when a divergence has to be written.
-    std::error_code ec;
-    std::filesystem::create_directories(o.trace_dir, ec);
-    if (ec || !std::filesystem::is_directory(o.trace_dir)) {
+    if (!make_output_dir(o.trace_dir)) {
         std::cerr << "mroce diff: cannot use trace directory " << o.trace_dir << "\n";
         return kExitMisuse;
     }

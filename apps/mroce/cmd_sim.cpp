@@ -71,9 +71,7 @@ int run_sim(const SimOptions& o, const GlobalOptions& global) {
         std::cerr << "mroce sim: a ppm value must be at most 1000000\n";
         return kExitMisuse;
     }
-    std::error_code ec;
-    std::filesystem::create_directories(o.trace_dir, ec);
-    if (ec || !std::filesystem::is_directory(o.trace_dir)) {
+    if (!make_output_dir(o.trace_dir)) {
         std::cerr << "mroce sim: cannot use trace directory " << o.trace_dir << "\n";
         return kExitMisuse;
     }

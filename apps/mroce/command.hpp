@@ -3,6 +3,7 @@
 #pragma once
 
 #include <CLI/CLI.hpp>
+#include <filesystem>
 #include <functional>
 #include <string>
 
@@ -28,6 +29,14 @@ inline std::string shell_word(const std::string& word) {
     std::string quoted = "'";
     for (char c : word) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
     return quoted + "'";
+}
+
+// Creates the output folder `dir` and its parents; false if it is not a usable folder. Checked
+// before the job runs, not after an hour of it when a file has to be written.
+inline bool make_output_dir(const std::string& dir) {
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    return !ec && std::filesystem::is_directory(dir, ec);
 }
 
 // Each subcommand file defines one of these.

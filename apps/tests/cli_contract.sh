@@ -93,11 +93,13 @@ echo "$err" | grep -q "no MRoCE frames"; expect "check: another protocol is name
 check check-json 1 "$bin" --json check "$(dirname "$0")/../../tools/wireshark/testdata/mroce_all_opcodes.pcap"
 printf '%s\n' "$out" | tail -n 1 | python3 -c 'import json,sys; o=json.loads(sys.stdin.read()); assert "conformant" in o'
 expect "check --json: last line is a JSON object (a synthetic capture: violations, exit 1)" $?
-# perf and demo: out-of-range numbers get one line naming the option and exit 2 (issue 17: these
-# once died of SIGFPE, hung, or failed later with "Device::open: InvalidArgument").
+# perf, demo and conform: out-of-range numbers and unusable folders get one line naming the option
+# and exit 2 (issue 17: these once died of SIGFPE, hung, failed later with "Device::open:
+# InvalidArgument", or, for conform --out naming a file, of an uncaught filesystem_error).
 for args in "perf -s 0 -q" "perf loopback -t 0 -n 1 -q" "perf loopback --paths 0 -q" "perf loopback --paths 1000 -q" \
             "perf loopback --streams 0 -q" "perf loopback -m 100 -q" "perf loopback --loss 200 -q" "demo --mib 0" \
-            "perf loopback --timeline /dev/null --timeline-interval-us 0 -q" "perf loopback --timeline /nonexistent/t.csv -q"; do
+            "perf loopback --timeline /dev/null --timeline-interval-us 0 -q" "perf loopback --timeline /nonexistent/t.csv -q" \
+            "conform --out /dev/null" "conform --random 1 --out /dev/null/x"; do
     read -r -a words <<<"$args"
     check "bad: $args" 2 "$bin" "${words[@]}"
     [ "$(printf '%s\n' "$err" | wc -l)" = 1 ]; expect "$args: one stderr line" $?

@@ -712,19 +712,25 @@ struct Monitor::State {
                         "R-CONN-4", src, "a repeated ACCEPT differs from the first", {c.accept_frame});
             return;
         }
+        // [R-SEC-10]: an ACCEPT from an address the CONNECT did not go to is dropped by the initiator.
+        if (!(src == Ip{c.connect.ipv6, c.connect.ip_dst})) {
+            ++q.unknown_connection;
+            return;
+        }
+        // [R-CONN-3]: the negotiated value is the minimum of both offers, so never above the
+        // initiator's; an ACCEPT above it is the acceptor's violation, and the initiator drops it.
+        const bool within_offer = p.path_count <= c.connect.path_count && p.stream_count <= c.connect.stream_count &&
+                                  p.max_payload <= c.connect.max_payload && p.window_cap <= c.connect.window_cap;
+        if (judged(src))
+            require(within_offer, "R-CONN-3", src,
+                    "ACCEPT offers more than the CONNECT did (the minimum of both offers)", {c.connect_frame});
+        if (!within_offer) return;
         c.ip[1] = src;
         c.id[1] = p.scid;
         c.isn[1] = p.isn;
         c.accept = p;
         c.accept_frame = number;
         c.have_accept = true;
-        // [R-CONN-3]: the negotiated value is the minimum of both offers, so never above the
-        // initiator's.
-        if (judged(src))
-            require(p.path_count <= c.connect.path_count && p.stream_count <= c.connect.stream_count &&
-                        p.max_payload <= c.connect.max_payload && p.window_cap <= c.connect.window_cap,
-                    "R-CONN-3", src, "ACCEPT offers more than the CONNECT did (the minimum of both offers)",
-                    {c.connect_frame});
         c.paths = std::min(p.path_count, c.connect.path_count);
         c.streams = std::min(p.stream_count, c.connect.stream_count);
         c.maxpay = std::min(p.max_payload, c.connect.max_payload);
@@ -1572,6 +1578,13 @@ struct Monitor::State {
     void ack_delivered(Conn& c, int r, const ref::Packet& a) {
         Direction& d = c.dir[r];
         TxPath& t = d.tx[a.path_id];
+        // [R-ACK-10]: an ACK whose CPSN was never sent acts on nothing at the sender. On a tap that
+        // missed the sender's latest frames the shadow SNXT is behind, so the verdict is the tap's
+        // uncertainty, not the sender's: ignoring the ACK then only keeps PSNs in flight longer.
+        if (!slt(a.cpsn, t.snxt)) {
+            if (!cfg.exact_capture) indeterminate("R-ACK-10");
+            return;
+        }
         t.last_ack_input = now;
         const uint32_t inflight_before = t.in_flight();
         if (!cfg.virtual_time) {
@@ -1597,14 +1610,16 @@ struct Monitor::State {
             t.highest_cpsn = a.cpsn;
             t.have_cpsn = true;
         }
+        // [R-ACK-10]: SACK bits naming PSNs never sent count as zero, for the gap rule too.
+        auto sent = [&](uint32_t i) { return slt(a.cpsn + 1 + i, t.snxt); };
         auto acknowledged = [&](uint32_t psn) {
             if (sle(psn, a.cpsn)) return true;
             const uint32_t i = psn - a.cpsn - 1;
-            return i < 256 && sack_bit(a, i);
+            return i < 256 && sack_bit(a, i) && sent(i);
         };
         uint32_t highest = a.cpsn;
         for (uint32_t i = 255; i > 0; --i)
-            if (sack_bit(a, i)) {
+            if (sack_bit(a, i) && sent(i)) {
                 highest = a.cpsn + 1 + i;
                 break;
             }

@@ -10,6 +10,7 @@
 #include <initializer_list>
 
 #include "codec/ref_codec.hpp"
+#include "conform/engine_counters.hpp"
 
 namespace mroce::conform {
 
@@ -652,31 +653,7 @@ std::string AgentServer::do_close(const agent::Line& line) {
 
 std::string AgentServer::do_counters() const {
     const Counters& k = device_->counters();
-    const std::pair<std::string_view, uint64_t> named[] = {
-        {"unknown_dcid", k.unknown_dcid},
-        {"bad_path", k.bad_path},
-        {"out_of_window", k.out_of_window},
-        {"duplicates", k.duplicates},
-        {"naks_sent", k.naks_sent},
-        {"naks_received", k.naks_received},
-        {"acks_sent", k.acks_sent},
-        {"data_sent", k.data_sent},
-        {"retransmissions", k.retransmissions},
-        {"voids_sent", k.voids_sent},
-        {"probes_sent", k.probes_sent},
-        {"repaths", k.repaths},
-        {"placed_bytes", k.placed_bytes},
-        {"ce_marks_seen", k.ce_marks_seen},
-        {"cwnd_decreases", k.cwnd_decreases},
-        // The engine's own.
-        {"tx_no_buffer", k.tx_no_buffer},
-        {"window_block_waits", k.window_block_waits},
-        {"cq_overflow", k.cq_overflow},
-        {"event_overflow", k.event_overflow},
-        {"rejects_no_resources", k.rejects_no_resources},
-        {"rx_frames", k.rx_frames},
-        {"tx_frames", k.tx_frames},
-    };
+    const auto named = engine_counters(k);
     std::string out = "ok";
     for (const auto& [name, value] : named) out += " " + agent::field(name, value);
     static_assert(std::tuple_size_v<decltype(k.decode_errors)> == agent::kDecodeErrorKinds);

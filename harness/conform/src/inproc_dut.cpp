@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "codec/ref_codec.hpp"
+#include "conform/engine_counters.hpp"
 #include "io/capture_io.hpp"
 #include "mroce/mroce.hpp"
 #include "mroce/testing.hpp"
@@ -212,22 +213,10 @@ public:
     }
     std::map<std::string, uint64_t> counters() override {
         const auto& c = dev_->counters();
-        return {{"unknown_dcid", c.unknown_dcid},
-                {"bad_path", c.bad_path},
-                {"out_of_window", c.out_of_window},
-                {"duplicates", c.duplicates},
-                {"naks_sent", c.naks_sent},
-                {"naks_received", c.naks_received},
-                {"acks_sent", c.acks_sent},
-                {"data_sent", c.data_sent},
-                {"retransmissions", c.retransmissions},
-                {"voids_sent", c.voids_sent},
-                {"probes_sent", c.probes_sent},
-                {"repaths", c.repaths},
-                {"placed_bytes", c.placed_bytes},
-                {"ce_marks_seen", c.ce_marks_seen},
-                {"cwnd_decreases", c.cwnd_decreases},
-                {"decode_errors", sum(c.decode_errors)}};
+        std::map<std::string, uint64_t> out;
+        for (const auto& [name, value] : engine_counters(c)) out.emplace(name, value);
+        out.emplace("decode_errors", sum(c.decode_errors));
+        return out;
     }
 
 private:

@@ -461,6 +461,31 @@ private:
         return p;
     }
 
+    // `from=`: a frame from a host other than the tester [R-SEC-10]. `foreign`: another address of
+    // the same IP version; `other_version`: the tester's address in the other IP version (IPv4 in
+    // IPv6 as ::ffff:a.b.c.d, and back).
+    static void forge_source(ref::Packet& p, const std::string& from) {
+        if (from == "foreign") {
+            p.ip_src[p.ipv6 ? 15 : 3] ^= 0x40;
+        } else if (from == "other_version") {
+            auto swap = [&](std::array<uint8_t, 16>& ip) {
+                std::array<uint8_t, 16> out{};
+                if (p.ipv6) {
+                    std::copy(ip.begin() + 12, ip.end(), out.begin());
+                } else {
+                    out[10] = out[11] = 0xff;
+                    std::copy(ip.begin(), ip.begin() + 4, out.begin() + 12);
+                }
+                ip = out;
+            };
+            swap(p.ip_src);
+            swap(p.ip_dst);
+            p.ipv6 = !p.ipv6;
+        } else {
+            throw ScriptFault("from=" + from + ": expected foreign or other_version");
+        }
+    }
+
     void send_ack(uint16_t path, uint32_t tse, uint16_t sport) {
         ref::Packet a = base(Opcode::Ack, path);
         const TesterRx& r = rx_[path];
@@ -489,7 +514,7 @@ private:
                           "psn",  "stream",  "msn",      "moff",   "len",  "mlen",   "rsn",     "va",       "rkey",
                           "imm",  "cpsn",    "ce",       "tse",    "hint", "sack",   "code",    "detail",   "scid",
                           "isn",  "paths",   "streams",  "maxpay", "wcap", "reason", "corrupt", "truncate", "icrc",
-                          "frag", "fragoff", "udp_csum", "ttl",    "flow", "recrc"});
+                          "frag", "fragoff", "udp_csum", "ttl",    "flow", "recrc",  "from"});
         const uint16_t path = uint16_t(value_or(ln, "path", 0));
         ref::Packet p = base(*op, path);
         std::vector<uint8_t> payload;
@@ -502,6 +527,7 @@ private:
         if (auto v = value(ln, "flow")) p.ipv6_flow_label = uint32_t(*v) & 0xfffffu;
         if (auto v = value(ln, "dcid")) p.dcid = uint32_t(*v);
         if (auto v = value(ln, "version")) p.version = uint8_t(*v);
+        if (const Field* f = field(ln, "from")) forge_source(p, f->text);
         if (const Field* f = field(ln, "flags"))
             for (const auto& n : f->names) p.flags |= flag_by_name(n);
         if (ref::is_data_opcode(*op)) {

@@ -67,6 +67,18 @@ struct Talk {
         p.rkey = 0x100;
         send(p, 1024);
     }
+    // A's 1024-byte segment `psn` (= its index) of a message of `segs` segments again, with RETX, on
+    // route `sport`.
+    void retransmit(uint32_t psn, uint32_t segs, uint16_t sport) {
+        auto p = base(true, Opcode::Write);
+        p.udp_sport = sport;
+        p.psn = kIsnA + psn;
+        p.flags = ref::kFlagRetx;
+        p.msg_length = 1024 * segs;
+        p.msg_offset = 1024 * psn;
+        p.rkey = 0x100;
+        send(p, 1024);
+    }
     void ack_from_b(uint32_t cpsn_rel, std::initializer_list<uint32_t> sack = {}, uint32_t ce = 0) {
         auto a = base(false, Opcode::Ack);
         a.cpsn = kIsnA + cpsn_rel;
@@ -146,16 +158,7 @@ void gap_loss_then_rto(Talk& k, std::initializer_list<uint32_t> retransmit_order
     // PSNs 1 and 2 received, PSN 0 lost (gap rule), PSN 3 in flight (sent with the echoed one: no time rule).
     k.ack_from_b(uint32_t(-1), {1, 2});
     k.t += 2'000'000;  // past RTO_INIT (1 ms) after the ACK: the RTO expires
-    for (uint32_t psn : retransmit_order) {
-        auto p = k.base(true, Opcode::Write);
-        p.udp_sport = 51234;  // the re-path's new route
-        p.psn = Talk::kIsnA + psn;
-        p.flags = ref::kFlagRetx;
-        p.msg_length = 4096;
-        p.msg_offset = 1024 * psn;
-        p.rkey = 0x100;
-        k.send(p, 1024);
-    }
+    for (uint32_t psn : retransmit_order) k.retransmit(psn, 4, 51234);  // on the re-path's new route
 }
 
 // [R-HDR-6] is judged per route: a tap that merges an endpoint's plane ports (or sits across the
@@ -546,6 +549,72 @@ TEST(Monitor, AReceiverRunningWithoutTheAckIsLate) {
     at(2000);
     k.ack_from_b(0);
     EXPECT_TRUE(has_rule(k.m, "R-ACK-3"));
+}
+
+// A judged alone (B's lies are not what is tested): PSNs 0 and 1 of a 3-segment Write in flight.
+Config sender_judged_alone() {
+    Config c = Talk::cfg();
+    c.fully_observed = {*parse_ip("10.0.0.1")};
+    c.judge_only = true;
+    return c;
+}
+void two_of_three_sent(Talk& k) {
+    k.setup();
+    k.write(0, 0, 3);
+    k.write(1, 1, 3);
+}
+
+// [R-ACK-10]: the sender drops an ACK whose CPSN was never sent. Taken as true, it would make A's RTO
+// retransmission of PSN 0 a resend of a PSN A knew acknowledged ([R-REL-3]).
+TEST(Monitor, AnAckBeyondSnxtActsOnNothingAtTheSender) {
+    Talk k(sender_judged_alone());
+    two_of_three_sent(k);
+    k.ack_from_b(5);   // SNXT is 2
+    k.t += 2'000'000;  // past RTO_INIT: PSN 0 and 1 are still in flight, the RTO expires
+    for (uint32_t psn : {0u, 1u}) k.retransmit(psn, 3, 51234);  // on the re-path's new route
+    EXPECT_TRUE(k.rules().empty()) << k.rules().at(0) << " " << k.m.violations()[0].what;
+}
+
+// [R-ACK-10]: a SACK bit naming a PSN never sent counts as zero for the gap rule, so PSN 1 is not
+// lost: its retransmission straight after the ACK is early (an RTO that did not expire).
+TEST(Monitor, SackBitsBeyondSnxtMakeNoLoss) {
+    Talk k(sender_judged_alone());
+    two_of_three_sent(k);
+    k.ack_from_b(0, {20});  // bit 20 names PSN 21; SNXT is 2
+    k.t += 1000;
+    k.retransmit(1, 3, 50000);
+    EXPECT_FALSE(k.rules().empty());
+}
+
+// [R-CONN-3], [R-SEC-10]: the initiator drops an ACCEPT above its offer and one from an address its
+// CONNECT did not go to; the right ACCEPT then sets the connection up (not a "repeated ACCEPT that
+// differs", [R-CONN-4]), and the conversation is judged on its values.
+TEST(Monitor, TheInitiatorDropsAnAcceptAboveItsOfferOrFromElsewhere) {
+    Talk k;
+    auto c = k.base(true, Opcode::Connect);
+    c.dcid = 0;
+    c.scid = Talk::kIdA, c.isn = Talk::kIsnA, c.path_count = 1, c.stream_count = 1, c.max_payload = 1024,
+    c.window_cap = 256;
+    k.send(c);
+    auto a = k.base(false, Opcode::Accept);
+    a.dcid = Talk::kIdA;
+    a.scid = Talk::kIdB, a.isn = Talk::kIsnB, a.path_count = 1, a.stream_count = 1, a.max_payload = 1024,
+    a.window_cap = 256;
+    auto above = a;
+    above.path_count = 4;
+    k.send(above);
+    auto forged = a;
+    forged.ip_src[3] = 0x63;
+    forged.scid = 0x6666;
+    k.send(forged);
+    k.send(a);
+    EXPECT_EQ(k.rules(), std::vector<std::string>{"R-CONN-3"});
+    k.write(0, 0, 2);
+    k.write(1, 1, 2, ref::kFlagAr);
+    k.ack_from_b(1);
+    k.m.finish(k.t + 100000);
+    EXPECT_EQ(k.rules(), std::vector<std::string>{"R-CONN-3"});
+    EXPECT_GT(k.m.tally().at("R-ACK-4").checked, 0u);
 }
 
 TEST(Monitor, ParsesAddresses) {
