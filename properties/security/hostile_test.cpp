@@ -509,7 +509,8 @@ TEST_F(Hostile, ConnectFloodIsBoundedAndSparesTheLiveConnection) {
   EXPECT_LE(w().vdev().memory_usage().connections, cap);
   size_t rejected = 0;
   for (const World::Seen& s : w().seen[w().victim]) rejected += s.op == Opcode::Reject && s.code == 2;
-  EXPECT_EQ(rejected, size_t(n) - (conns - 1)) << "a CONNECT beyond the table gets REJECT reason 2";
+  EXPECT_EQ(rejected, size_t(n) - (conns - 1))
+      << "a CONNECT beyond the table, or beyond its source's unused connections [R-SEC-12], gets REJECT reason 2";
   EXPECT_EQ(w().vdev().connection_state(w().vconn()), ConnState::Established);
   expect_legit_success();
 }
