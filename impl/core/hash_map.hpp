@@ -3,6 +3,7 @@
 // properties/core/hash_map_test.cpp.
 #pragma once
 
+#include <algorithm>
 #include <bit>
 #include <cstdint>
 #include <memory>
@@ -59,6 +60,14 @@ class HashMap {
   uint32_t capacity() const noexcept { return cap_; }  // slots (a power of two, at least 2 x entries)
   // The home slot of a key (where its probe run starts); for tests that build collision chains.
   uint32_t home(uint64_t key) const noexcept { return slot(key); }
+  // The most slots a find() visits for a present key (1: every key in its home slot). For tests;
+  // O(capacity).
+  uint32_t longest_probe() const noexcept {
+    uint32_t longest = 0;
+    for (uint32_t i = 0; i < cap_; ++i)
+      if (vals_[i] != kNone) longest = std::max(longest, ((i - slot(keys_[i])) & (cap_ - 1)) + 1);
+    return longest;
+  }
 
  private:
   uint32_t slot(uint64_t k) const noexcept {

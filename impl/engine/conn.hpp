@@ -44,6 +44,7 @@ struct Msg {
   uint32_t region = kNone;  // region of the local buffer, resolved at post time
   uint32_t next = kNone;    // stream list, or the response queue
   uint32_t refs = 0;        // PSN records naming this message
+  uint32_t conn = kNone;    // slot of its connection, whose share of the pool it counts in [R-SEC-11]
   uint16_t stream = 0;
   WcOpcode op = WcOpcode::Send;
   Status status = Status::Success;
@@ -112,6 +113,7 @@ struct PathRx {
 struct Recv {
   uint64_t wr_id = 0, va = 0, bytes = 0;
   uint32_t length = 0, region = kNone, msg_length = 0, imm = 0, rsn = 0, next = kNone;
+  uint32_t prev = kNone;  // canceled RSNs only: their list is doubly linked (unlinked in O(1) when posted)
   Status status = Status::Success;
   bool seen = false, is_wimm = false, done = false;
 };
@@ -127,7 +129,7 @@ struct SendStream {
 struct RecvStream {
   uint32_t head = kNone, tail = kNone;  // posted receives, RSN order, not yet completed
   uint32_t length_failed = kNone;       // completed receives that failed with LocalLength
-  uint32_t canceled = kNone;            // RSNs voided by the sender before their receive was posted
+  uint32_t canceled = kNone;            // RSNs voided by the sender before their receive was posted (Engine::canceled_)
   uint32_t next_post_rsn = 0, next_complete_rsn = 0;
   uint32_t hint = kNone, hint_rsn = 0;  // last receive found by RSN
 };
@@ -136,6 +138,7 @@ struct Peer {
   Address addr;
   fast::FrameTemplate tpl;
   uint32_t refs = 0;
+  uint32_t unconfirmed = 0;  // its responder connections not yet confirmed [R-SEC-12]
   uint64_t key = 0;
 };
 
@@ -161,14 +164,17 @@ struct Conn {
   SendStream* send_streams = nullptr;
   RecvStream* recv_streams = nullptr;
   uint32_t open_recvs = 0;  // posted receives not completed (receiver)
+  // Receive entries held: posted, canceled before posting, kept after LocalLength [R-SEC-11]
+  uint32_t recvs_held = 0, canceled_held = 0;
 
   // handshake [R-CONN-3], [R-CONN-4] (handshake.cpp)
   struct Handshake {
-    ConnParams offer;        // what this end offered (initiator)
-    uint16_t route0 = 0;     // path 0's route before setup (CONNECT)
-    uint32_t tries = 0;      // CONNECTs sent
-    uint64_t next_try = 0;   // when the next CONNECT goes out
-    uint32_t accept_ts = 0;  // the ACCEPT is rebuilt byte for byte for a duplicate CONNECT
+    ConnParams offer;          // what this end offered (initiator)
+    uint16_t route0 = 0;       // path 0's route before setup (CONNECT)
+    uint32_t tries = 0;        // CONNECTs sent
+    uint64_t next_try = 0;     // when the next CONNECT goes out
+    uint32_t accept_ts = 0;    // the ACCEPT is rebuilt byte for byte for a duplicate CONNECT
+    bool unconfirmed = false;  // responder: nothing received from the initiator since ACCEPT [R-SEC-12]
   } hs;
 
   // liveness [R-CONN-6], [R-CONN-8] (liveness.cpp)
@@ -200,6 +206,7 @@ struct Conn {
     uint32_t unacked_recs = 0;  // outstanding, unacknowledged PSN records (all paths)
     uint32_t open_wrs = 0;      // work requests in stream lists
     uint32_t probes_out = 0;    // paths with an unanswered tail probe
+    uint32_t msgs_held = 0;     // work requests and read responses in the pool, its share [R-SEC-11]
   } send;
 
   // rate ceiling and credit [R-CC-6], [R-CC-7] (send_window.cpp)

@@ -54,6 +54,21 @@ class ConnTable {
 
   const Peer& peer(uint32_t i) const noexcept { return peers_[i]; }
 
+  // [R-SEC-12] Responder connections whose initiator has sent nothing since ACCEPT, per source
+  // address: a CONNECT from a source at its limit is refused.
+  uint32_t unconfirmed_from(const Address& from) const noexcept {
+    const uint32_t pi = find_peer(from);
+    return pi == kNone ? 0 : peers_[pi].unconfirmed;
+  }
+  void set_unconfirmed(Conn& c, bool unconfirmed) noexcept {
+    if (c.hs.unconfirmed == unconfirmed) return;
+    c.hs.unconfirmed = unconfirmed;
+    if (unconfirmed)
+      ++peers_[c.peer].unconfirmed;
+    else
+      --peers_[c.peer].unconfirmed;
+  }
+
   // Closed and failed connections, kept (to answer a late DISCONNECT or a duplicate CONNECT) until
   // their slot is needed.
   void queue_dead(Conn& c) noexcept;

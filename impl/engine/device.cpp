@@ -151,6 +151,9 @@ std::optional<Time> Device::next_deadline() const noexcept { return e_->next_dea
 void testing::DeviceHooks::advance(Device& d) noexcept { d.e_->advance(); }
 void testing::DeviceHooks::input(Device& d, const uint8_t* frame, uint32_t len) noexcept { d.e_->input(frame, len); }
 void testing::DeviceHooks::record_output_order(Device& d, bool on) noexcept { d.e_->record_output_order(on); }
+uint32_t testing::DeviceHooks::canceled_rsn_longest_probe(const Device& d) noexcept {
+  return d.e_->canceled_longest_probe();
+}
 size_t testing::DeviceHooks::take_output_order(Device& d, uint8_t* kinds, size_t max) noexcept {
   return d.e_->take_output_order(kinds, max);
 }

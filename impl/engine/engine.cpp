@@ -3,19 +3,48 @@
 // views, fair shares, memory). See engine.hpp for the layout.
 #include "engine/engine.hpp"
 
+#include <sodium.h>
+
 #include <algorithm>
 
 namespace mroce::engine {
+
+namespace {
+
+uint64_t splitmix64(uint64_t& x) noexcept {
+  uint64_t z = (x += 0x9E3779B97F4A7C15ull);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+}  // namespace
 
 // ---- construction ---------------------------------------------------------------------------------
 
 Engine::Engine(const DeviceConfig& cfg, io::PacketIo& io, const io::Clock& clock)
     : cfg_(cfg), io_(io), clock_(clock), secrets_(cfg.random_seed) {
   if (!secrets_.ok() || cfg.max_connections == 0 || cfg.burst == 0 || !valid_offer(cfg.offer)) return;
+  // The shares of [R-SEC-11] and [R-SEC-12]: at most the pool; 0 picks the default. A canceled RSN's
+  // key holds a connection slot in 24 bits (canceled_key).
+  if (cfg.max_receives_per_conn > cfg.max_receives || cfg.max_work_requests_per_conn > cfg.max_work_requests ||
+      cfg.max_unconfirmed_per_source > cfg.max_connections || cfg.max_connections > (1u << 24))
+    return;
+  auto share = [](uint32_t given, uint32_t pool) { return given ? given : std::min(pool, std::max(pool / 8, 16u)); };
+  recv_limit_ = share(cfg.max_receives_per_conn, cfg.max_receives);
+  canceled_limit_ = std::max(1u, recv_limit_ / 2);  // the other half stays for the application's posts
+  wr_limit_ = share(cfg.max_work_requests_per_conn, cfg.max_work_requests);
+  unconfirmed_limit_ =
+      cfg.max_unconfirmed_per_source ? cfg.max_unconfirmed_per_source : std::max(1u, cfg.max_connections / 2);
   regions_.init(cfg.max_regions);
   conns_.init(cfg);
   msgs_.init(cfg.max_work_requests);
   recvs_.init(cfg.max_receives);
+  canceled_.init(cfg.max_receives);
+  uint64_t salt = cfg.random_seed;  // the scrambling of canceled_key: secret, or reproducible like the rest
+  if (salt == 0) randombytes_buf(&salt, sizeof salt);  // libsodium is initialised (secrets_.ok())
+  canceled_mask_ = splitmix64(salt);
+  canceled_mult_ = splitmix64(salt) | 1;  // odd: a bijection, so the keys stay unique
   blocks_.init(cfg.max_window_blocks);
   wheel_.init(cfg.max_connections);
   touched_.reset(new uint32_t[cfg.max_connections]);
@@ -31,7 +60,7 @@ Engine::Engine(const DeviceConfig& cfg, io::PacketIo& io, const io::Clock& clock
   now_ = clock.now_us();
   last_transmit_ = now_;
   prealloc_bytes_ = conns_.bytes() + uint64_t(cfg.max_work_requests) * (sizeof(Msg) + 4) +
-                    uint64_t(cfg.max_receives) * (sizeof(Recv) + 4) +
+                    uint64_t(cfg.max_receives) * (sizeof(Recv) + 4) + canceled_.bytes() +
                     uint64_t(cfg.max_window_blocks) * (sizeof(Block) + 4) + cq_.bytes() + events_.bytes();
   ok_ = true;
 }

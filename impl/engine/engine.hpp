@@ -39,6 +39,7 @@
 #include <optional>
 
 #include "codec/fast_codec.hpp"
+#include "core/hash_map.hpp"
 #include "core/pool.hpp"
 #include "core/timer_wheel.hpp"
 #include "engine/secrets.hpp"
@@ -92,6 +93,7 @@ class Engine {
   void input(const uint8_t* frame, uint32_t len) noexcept;
   std::optional<Time> next_deadline() const noexcept;
   void record_output_order(bool on) noexcept { output_log_.record(on); }
+  uint32_t canceled_longest_probe() const noexcept { return canceled_.longest_probe(); }  // tests
   size_t take_output_order(uint8_t* kinds, size_t max) noexcept { return output_log_.take(kinds, max); }
 
   // observation (engine.cpp)
@@ -219,6 +221,8 @@ class Engine {
       msgs_[tail].next = m;
     tail = m;
   }
+  uint32_t alloc_msg(Conn& c) noexcept;  // kNone at the connection's share or an empty pool [R-SEC-11]
+  void release_msg(uint32_t m) noexcept;
   void release_msg_ref(uint32_t m) noexcept;
   void retire_msg(uint32_t m) noexcept;
   void advance_cursor(Conn& c, uint16_t stream) noexcept;
@@ -230,7 +234,7 @@ class Engine {
   bool has_pending_new_data(const Conn& c) const noexcept;
 
   // ---- read responder (read_responder.cpp) ----
-  uint32_t reserve_response() noexcept;
+  uint32_t reserve_response(Conn& c) noexcept;
   void queue_response(Conn& c, uint32_t job, const View& v, uint32_t region) noexcept;
   uint32_t next_response(Conn& c) noexcept;
   void response_segment_taken(Conn& c, uint32_t job) noexcept;
@@ -244,7 +248,14 @@ class Engine {
   void complete_recvs(Conn& c, uint16_t stream) noexcept;
   void flush_recvs(Conn& c) noexcept;
   void free_recvs(Conn& c) noexcept;
-  void cancel_rsn(Conn& c, uint16_t stream, uint32_t rsn) noexcept;
+  bool cancel_rsn(Conn& c, uint16_t stream, uint32_t rsn) noexcept;  // false: no room to remember it
+  uint32_t alloc_recv(Conn& c) noexcept;  // kNone at the connection's share or an empty pool [R-SEC-11]
+  void release_recv(Conn& c, uint32_t ri) noexcept {
+    recvs_.release(ri);
+    --c.recvs_held;
+  }
+  uint64_t canceled_key(const Conn& c, uint16_t stream, uint32_t rsn) const noexcept;
+  void unlink_canceled(Conn& c, uint16_t stream, uint32_t ri) noexcept;
   Recv* find_recv(Conn& c, uint16_t stream, uint32_t rsn, bool* completed_ok) noexcept;
 
   // ---- state ----
@@ -262,6 +273,14 @@ class Engine {
   ConnTable conns_;
   Pool<Msg> msgs_;
   Pool<Recv> recvs_;
+  // Canceled RSNs of every connection (canceled_key -> their entry in recvs_): a VOID or a post finds
+  // one in O(1) whatever a peer sent. A hash map rather than a bitmap window over RSNs per stream:
+  // the RSNs are the peer's choice and sparse, and a window would cost its bits on every stream of
+  // every connection although almost none ever sees a VOID; the map costs one slot per receive.
+  core::HashMap canceled_;
+  uint64_t canceled_mask_ = 0, canceled_mult_ = 1;  // per-device secret scrambling of its keys (canceled_key)
+  // Effective per-connection shares [R-SEC-11], [R-SEC-12] (DeviceConfig, 0 resolved).
+  uint32_t recv_limit_ = 0, canceled_limit_ = 0, wr_limit_ = 0, unconfirmed_limit_ = 0;
   Pool<Block> blocks_;
   TimerWheel wheel_;
 

@@ -191,6 +191,7 @@ void Engine::on_frame(const uint8_t* frame, uint32_t len) noexcept {
     return;
   }
   c.alive.last_rx = now_;
+  conns_.set_unconfirmed(c, false);  // [R-SEC-12]: its initiator is there
   switch (op) {
     case fast::Opcode::Accept:  // duplicate ACCEPT after setup
     case fast::Opcode::Reject:

@@ -196,6 +196,11 @@ void Engine::on_connect(const View& v) noexcept {
     reject(1);
     return;
   }
+  if (conns_.unconfirmed_from(from) >= unconfirmed_limit_) {  // [R-SEC-12]: reason 2, the source's share
+    ++counters_.rejects_unconfirmed;
+    reject(2);
+    return;
+  }
   const uint32_t s = alloc_conn(from, false);
   if (s == kNone) {  // reason 2: resources exhausted
     ++counters_.rejects_no_resources;
@@ -220,6 +225,7 @@ void Engine::on_connect(const View& v) noexcept {
   c.hs.accept_ts = static_cast<uint32_t>(now_);
   send_accept(c, c.hs.accept_ts);
   conns_.map_responder(c);
+  conns_.set_unconfirmed(c, true);  // until the initiator sends anything on it [R-SEC-12]
   c.state = ConnState::Established;
   touch(c);
   emit_event(ConnEvent{ConnEvent::Kind::Up, c.id, from, false, Status::Success});

@@ -144,6 +144,7 @@ void Engine::teardown(Conn& c, Status wr_status) noexcept {
   free_recvs(c);
   clear_tx(c);
   c.alive.waiting = false;
+  conns_.set_unconfirmed(c, false);  // [R-SEC-12]: counts only while it holds its slot open
   wheel_.disarm(conns_.slot(c));
   conns_.queue_dead(c);
 }

@@ -5,10 +5,11 @@
 
 namespace mroce::engine {
 
-// A response job for a READ_REQ about to be accepted; without one the request is left unreceived (the
-// requester resends it).
-uint32_t Engine::reserve_response() noexcept {
-  const uint32_t job = msgs_.alloc();
+// A response job for a READ_REQ about to be accepted; without one (the pool is empty: the connection's
+// share was checked with the content, [R-SEC-11]) the request is left unreceived (the requester
+// resends it).
+uint32_t Engine::reserve_response(Conn& c) noexcept {
+  const uint32_t job = alloc_msg(c);
   if (job == kNone) ++counters_.rejects_no_resources;
   return job;
 }

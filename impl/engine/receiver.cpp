@@ -15,10 +15,18 @@ Result Engine::post_recv(uint32_t conn, uint16_t stream, uint64_t wr_id, const S
     const Region* lr = nullptr;
     const Result refused = check_post(cp, stream, buf, true, &lr);
     if (refused != Result::Ok) return refused;
-    const uint32_t ri = recvs_.alloc();
-    if (ri == kNone) return Result::NoResources;
     Conn& c = *cp;
     RecvStream& rs = c.recv_streams[stream];
+    // [R-REL-9] its message was already abandoned by the sender: it completes at once, in the
+    // entry that remembered the cancellation (so a connection at its share can still post it).
+    uint32_t ri = c.canceled_held ? canceled_.find(canceled_key(c, stream, rs.next_post_rsn)) : kNone;
+    const bool canceled = ri != kNone;
+    if (canceled) {
+      unlink_canceled(c, stream, ri);
+      recvs_[ri] = Recv{};
+    } else if ((ri = alloc_recv(c)) == kNone) {
+      return Result::NoResources;  // [R-SEC-11]: this connection's share, or the pool, is used up
+    }
     Recv& r = recvs_[ri];
     r.wr_id = wr_id;
     r.va = buf.addr;
@@ -26,16 +34,9 @@ Result Engine::post_recv(uint32_t conn, uint16_t stream, uint64_t wr_id, const S
     r.region = regions_.slot(*lr);
     r.rsn = rs.next_post_rsn++;  // [R-MATCH-1]
     r.next = kNone;
-    // [R-REL-9] its message was already abandoned by the sender: it completes at once.
-    for (uint32_t* q = &rs.canceled; *q != kNone; q = &recvs_[*q].next) {
-      if (recvs_[*q].rsn == r.rsn) {
-        const uint32_t gone = *q;
-        *q = recvs_[gone].next;
-        recvs_.release(gone);
-        r.done = true;
-        r.status = Status::Canceled;
-        break;
-      }
+    if (canceled) {
+      r.done = true;
+      r.status = Status::Canceled;
     }
     if (rs.tail == kNone)
       rs.head = ri;
@@ -113,7 +114,7 @@ void Engine::complete_recvs(Conn& c, uint16_t stream) noexcept {
       r.next = rs.length_failed;
       rs.length_failed = ri;
     } else {
-      recvs_.release(ri);
+      release_recv(c, ri);
     }
   }
 }
@@ -134,42 +135,81 @@ void Engine::flush_recvs(Conn& c) noexcept {
 void Engine::free_recvs(Conn& c) noexcept {
   for (uint16_t st = 0; st < c.streams; ++st) {
     RecvStream& rs = c.recv_streams[st];
-    for (uint32_t* list : {&rs.length_failed, &rs.canceled}) {
-      while (*list != kNone) {
-        const uint32_t ri = *list;
-        *list = recvs_[ri].next;
-        recvs_.release(ri);
-      }
+    while (rs.length_failed != kNone) {
+      const uint32_t ri = rs.length_failed;
+      rs.length_failed = recvs_[ri].next;
+      release_recv(c, ri);
+    }
+    while (rs.canceled != kNone) {
+      const uint32_t ri = rs.canceled;
+      unlink_canceled(c, st, ri);
+      release_recv(c, ri);
     }
   }
 }
 
+// A receive entry for connection c, within its share of the pool [R-SEC-11].
+uint32_t Engine::alloc_recv(Conn& c) noexcept {
+  if (c.recvs_held >= recv_limit_) return kNone;
+  const uint32_t ri = recvs_.alloc();
+  if (ri != kNone) ++c.recvs_held;
+  return ri;
+}
+
+// The RSNs a stream has canceled lie in [next_post_rsn, next_post_rsn + kCanceledRsnSpan) (cancel_rsn
+// refuses the others and post_recv consumes them in order), so their low 24 bits tell them apart and
+// the key (connection slot: 24 bits, checked at open; stream: 16; RSN: 24) is unique. It is then
+// scrambled by a secret bijection, so that a peer cannot pick RSNs whose keys crowd one probe run.
+constexpr uint32_t kCanceledRsnSpan = 1u << 24;
+
+uint64_t Engine::canceled_key(const Conn& c, uint16_t stream, uint32_t rsn) const noexcept {
+  const uint64_t key = uint64_t(conns_.slot(c)) << 40 | uint64_t(stream) << 24 | (rsn & (kCanceledRsnSpan - 1));
+  return (key ^ canceled_mask_) * canceled_mult_;
+}
+
+// Takes canceled entry ri out of its stream's list and out of the map (the entry stays allocated).
+void Engine::unlink_canceled(Conn& c, uint16_t stream, uint32_t ri) noexcept {
+  RecvStream& rs = c.recv_streams[stream];
+  Recv& r = recvs_[ri];
+  if (r.prev == kNone)
+    rs.canceled = r.next;
+  else
+    recvs_[r.prev].next = r.next;
+  if (r.next != kNone) recvs_[r.next].prev = r.prev;
+  canceled_.erase(canceled_key(c, stream, r.rsn));
+  --c.canceled_held;
+}
+
 // [R-REL-9]: an accepted VOID of a SEND or WRITE_IMM cancels its RSN. A posted receive that is
 // not done completes with Canceled; an RSN not posted yet is remembered and cancels its receive when
-// it is posted.
-void Engine::cancel_rsn(Conn& c, uint16_t stream, uint32_t rsn) noexcept {
+// it is posted. Remembering takes an entry of the connection's share [R-SEC-11]: without one (or for
+// an RSN kCanceledRsnSpan or more ahead of the posted ones) the VOID is refused (false; RNR).
+bool Engine::cancel_rsn(Conn& c, uint16_t stream, uint32_t rsn) noexcept {
   RecvStream& rs = c.recv_streams[stream];
   if (rsn >= rs.next_post_rsn) {  // not posted (the model's lookup by RSN finds nothing)
-    if (serial_lt(rsn, rs.next_post_rsn)) return;
-    for (uint32_t q = rs.canceled; q != kNone; q = recvs_[q].next)
-      if (recvs_[q].rsn == rsn) return;
-    const uint32_t ri = recvs_.alloc();
-    if (ri == kNone) {
-      ++counters_.rejects_no_resources;
-      return;
-    }
-    recvs_[ri].rsn = rsn;
-    recvs_[ri].next = rs.canceled;
+    if (serial_lt(rsn, rs.next_post_rsn)) return true;
+    if (rsn - rs.next_post_rsn >= kCanceledRsnSpan) return false;
+    const uint64_t key = canceled_key(c, stream, rsn);
+    if (canceled_.find(key) != kNone) return true;
+    const uint32_t ri = c.canceled_held < canceled_limit_ ? alloc_recv(c) : kNone;
+    if (ri == kNone) return false;
+    Recv& r = recvs_[ri];
+    r.rsn = rsn;
+    r.next = rs.canceled;
+    if (r.next != kNone) recvs_[r.next].prev = ri;
     rs.canceled = ri;
-    return;
+    canceled_.insert(key, ri);
+    ++c.canceled_held;
+    return true;
   }
-  if (rsn < rs.next_complete_rsn) return;  // completed: done already
+  if (rsn < rs.next_complete_rsn) return true;  // completed: done already
   bool completed_ok = false;
   Recv* r = find_recv(c, stream, rsn, &completed_ok);
-  if (!r || r->done) return;
+  if (!r || r->done) return true;
   r->done = true;
   r->status = Status::Canceled;
   complete_recvs(c, stream);
+  return true;
 }
 
 // The receive with RSN `rsn` of the stream [R-MATCH-1]. *completed_ok is set when that receive has
@@ -232,8 +272,14 @@ void Engine::on_data(Conn& c, uint16_t p, const View& v) noexcept {
   const fast::Opcode op = v.opcode();
   const uint16_t stream = v.stream_id();
   const uint32_t plen = v.payload_len();
-  if (is_void && (op == fast::Opcode::Send || op == fast::Opcode::WriteImm) && stream < c.streams)
-    cancel_rsn(c, stream, v.rsn());  // [R-REL-9]
+  if (is_void && (op == fast::Opcode::Send || op == fast::Opcode::WriteImm) && stream < c.streams &&
+      !cancel_rsn(c, stream, v.rsn())) {  // [R-REL-9]
+    // [R-SEC-11]: no room to remember the cancellation: not received, retried after the RNR wait
+    ++counters_.rnr_receive_limit;
+    send_nak(c, p, psn, fast::NakCode::Rnr);
+    path_changed(c, p);
+    return;
+  }
   if (!is_void) {
     // ---- content checks, in the order of [R-SEC-9]; the first failing one decides ----
     Verdict vd;
@@ -293,8 +339,12 @@ void Engine::on_data(Conn& c, uint16_t p, const View& v) noexcept {
           vd.region_index = regions_.slot(*reg);
         }
       }
-      // (3) RNR [R-PLC-7]
+      // (3) RNR [R-PLC-7]; a READ_REQ beyond the connection's share of work requests [R-SEC-11]
       if (!vd.nak && consumes_recv && !vd.recv) vd.nak = uint8_t(fast::NakCode::Rnr);
+      if (!vd.nak && op == fast::Opcode::ReadReq && c.send.msgs_held >= wr_limit_) {
+        ++counters_.rnr_response_limit;
+        vd.nak = uint8_t(fast::NakCode::Rnr);
+      }
       // (4) Length [R-MATCH-2]
       if (!vd.nak && op == fast::Opcode::Send && v.msg_length() > vd.recv->length)
         vd.nak = uint8_t(fast::NakCode::Length);
@@ -314,7 +364,7 @@ void Engine::on_data(Conn& c, uint16_t p, const View& v) noexcept {
     }
     // A READ_REQ needs a response job; without one it is left unreceived (the requester resends it).
     uint32_t job = kNone;
-    if (op == fast::Opcode::ReadReq && (job = reserve_response()) == kNone) return;
+    if (op == fast::Opcode::ReadReq && (job = reserve_response(c)) == kNone) return;
     // [R-PLC-1] place at once (the one copy, frame to registered memory), then mark received.
     auto place = [&](const Region* reg, uint64_t va) {
       if (reg && plen) std::memcpy(reg->host + (va - reg->iova), v.payload(), plen);

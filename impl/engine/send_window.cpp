@@ -150,15 +150,31 @@ void Engine::mark_lost(Block& b, PathTx& t, uint32_t j, LossCause why) noexcept 
   o.loss_cause = uint8_t(why);
 }
 
+// A work request or read response of connection c, within its share of the pool [R-SEC-11].
+uint32_t Engine::alloc_msg(Conn& c) noexcept {
+  if (c.send.msgs_held >= wr_limit_) return kNone;
+  const uint32_t m = msgs_.alloc();
+  if (m == kNone) return kNone;
+  msgs_[m].conn = conns_.slot(c);
+  ++c.send.msgs_held;
+  return m;
+}
+
+// Teardown releases every message of a connection (clear_tx, flush_sends) before its slot is freed.
+void Engine::release_msg(uint32_t m) noexcept {
+  --conns_[msgs_[m].conn].send.msgs_held;
+  msgs_.release(m);
+}
+
 void Engine::release_msg_ref(uint32_t m) noexcept {
   Msg& x = msgs_[m];
-  if (--x.refs == 0 && (x.flags & kRetired)) msgs_.release(m);
+  if (--x.refs == 0 && (x.flags & kRetired)) release_msg(m);
 }
 
 void Engine::retire_msg(uint32_t m) noexcept {
   Msg& x = msgs_[m];
   x.flags |= kRetired;
-  if (x.refs == 0) msgs_.release(m);
+  if (x.refs == 0) release_msg(m);
 }
 
 // Drops every PSN record and read response of the connection (abort, failure, close). SNXT and SUNA
@@ -463,9 +479,9 @@ Result Engine::post(WcOpcode op, uint32_t conn, uint16_t stream, uint64_t wr_id,
     const Region* lr = nullptr;
     const Result refused = check_post(cp, stream, local, op == WcOpcode::Read, &lr);
     if (refused != Result::Ok) return refused;
-    const uint32_t mi = msgs_.alloc();
-    if (mi == kNone) return Result::NoResources;
     Conn& c = *cp;
+    const uint32_t mi = alloc_msg(c);
+    if (mi == kNone) return Result::NoResources;  // [R-SEC-11]: this connection's share, or the pool
     Msg& m = msgs_[mi];
     SendStream& st = c.send_streams[stream];
     m.op = op;
@@ -728,7 +744,13 @@ void Engine::on_nak(Conn& c, uint16_t p, const View& v) noexcept {
   if (o.state == RecState::Acked) return;
   const bool response = msgs_[o.msg].flags & kResponse;
   const auto code = static_cast<fast::NakCode>(v.nak_code());
-  if (o.is_void) {  // already voided: make sure the VOID goes out
+  const uint64_t rnr_until = now_ + (v.nak_detail() ? uint64_t(v.nak_detail()) * 10 : cfg_.rnr_default_us);
+  if (o.is_void && code == fast::NakCode::Rnr) {
+    // The receiver has no room to remember the cancellation yet [R-SEC-11]: nothing is left to fail,
+    // so the VOID waits like any RNR and goes out again after the wait [R-PLC-9].
+    set_rec_state(b, t, j, RecState::RnrWait);
+    o.rnr_until = rnr_until;
+  } else if (o.is_void) {  // already voided: make sure the VOID goes out
     mark_lost(b, t, j, LossCause::Nak);
   } else if (code == fast::NakCode::Rnr) {
     if (o.rnr_count < 255) ++o.rnr_count;
@@ -738,7 +760,7 @@ void Engine::on_nak(Conn& c, uint16_t p, const View& v) noexcept {
       mark_lost(b, t, j, LossCause::Nak);
     } else {
       set_rec_state(b, t, j, RecState::RnrWait);
-      o.rnr_until = now_ + (v.nak_detail() ? uint64_t(v.nak_detail()) * 10 : cfg_.rnr_default_us);
+      o.rnr_until = rnr_until;
     }
   } else {
     Status status = Status::RemoteInvalid;

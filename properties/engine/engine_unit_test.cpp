@@ -137,9 +137,89 @@ TEST(EnginePools, ReceivePoolExhaustionIsACleanError) {
   EXPECT_EQ(net.dev(1).post_recv(net.conn[1], 0, 9, Sge{kDst, 100, net.mr[1].lkey}), Result::NoResources);
 }
 
+// [R-SEC-11]: a connection at its share of a pool gets NoResources; another connection still posts.
+TEST(EnginePools, R_SEC_11_LocalPostsStopAtTheConnectionsShareOnly) {
+  DeviceConfig a = engine_config(0), b = engine_config(1);
+  b.max_receives = 64;
+  b.max_receives_per_conn = 8;
+  b.max_work_requests = 64;
+  b.max_work_requests_per_conn = 8;
+  EnginePair net(a, b);
+  net.setup();
+  uint32_t second = 0;
+  ASSERT_EQ(net.dev(0).connect(net.dev(1).config().self, &second), Result::Ok);
+  uint32_t theirs = 0;
+  net.run(net.now() + 1000, [&] {
+    for (const ConnEvent& e : net.events[1])
+      if (e.kind == ConnEvent::Kind::Up && e.conn != net.conn[1]) theirs = e.conn;
+    return theirs != 0;
+  });
+  ASSERT_NE(theirs, 0u);
+  auto recv = [&](uint32_t conn, uint64_t wr) {
+    return net.dev(1).post_recv(conn, 0, wr, Sge{kDst, 100, net.mr[1].lkey});
+  };
+  auto write_b = [&](uint32_t conn, uint64_t wr) {
+    return net.dev(1).post_write(conn, 0, wr, Sge{kSrc, 100, net.mr[1].lkey}, kDst, net.mr[0].rkey);
+  };
+  for (int i = 0; i < 8; ++i) {
+    EXPECT_EQ(recv(net.conn[1], i), Result::Ok);
+    EXPECT_EQ(write_b(net.conn[1], 100 + i), Result::Ok);
+  }
+  EXPECT_EQ(recv(net.conn[1], 8), Result::NoResources);
+  EXPECT_EQ(write_b(net.conn[1], 108), Result::NoResources);
+  EXPECT_EQ(recv(theirs, 9), Result::Ok) << "the other connection keeps its share";
+  EXPECT_EQ(write_b(theirs, 109), Result::Ok);
+  // The share refills as work completes.
+  net.run(net.now() + 5000, [&] { return net.completions[1].size() >= 9; });
+  EXPECT_EQ(write_b(net.conn[1], 110), Result::Ok);
+}
+
+TEST(EnginePools, R_SEC_11_SharesAreValidatedAtOpen) {
+  io::MemLoop loop(io::MemLoop::Options{});
+  io::ManualClock clock;
+  DeviceConfig c = engine_config(0);
+  c.max_receives_per_conn = c.max_receives + 1;
+  Result err = Result::Ok;
+  EXPECT_EQ(Device::open(c, loop.port(0), clock, &err), nullptr);
+  EXPECT_EQ(err, Result::InvalidArgument);
+  c = engine_config(0);
+  c.max_work_requests_per_conn = c.max_work_requests + 1;
+  EXPECT_EQ(Device::open(c, loop.port(0), clock), nullptr);
+  c = engine_config(0);
+  c.max_unconfirmed_per_source = c.max_connections + 1;
+  EXPECT_EQ(Device::open(c, loop.port(0), clock), nullptr);
+  c.max_unconfirmed_per_source = c.max_connections;
+  EXPECT_NE(Device::open(c, loop.port(0), clock), nullptr);
+}
+
+// [R-SEC-12]: a source holds at most half the table in connections it has not used; using one
+// (any packet from the initiator) makes room for the next.
+TEST(EnginePools, R_SEC_12_UnusedConnectionsPerSourceAreBounded) {
+  DeviceConfig b = engine_config(1);
+  b.max_connections = 8;
+  EnginePair net(engine_config(0), b);
+  net.setup();  // connection 1, used below
+  std::vector<uint32_t> ids(4);
+  for (auto& id : ids) ASSERT_EQ(net.dev(0).connect(net.dev(1).config().self, &id), Result::Ok);
+  net.run(net.now() + 1000);
+  int up = 0;
+  for (uint32_t id : ids) up += net.dev(0).connection_state(id) == ConnState::Established;
+  EXPECT_EQ(up, 3) << "setup's connection and three more: the source's bound is 4";
+  EXPECT_EQ(net.dev(1).counters().rejects_unconfirmed, 1u);
+  // The first connection was never used either; a packet on it confirms it.
+  ASSERT_EQ(write(net, 1, 100), Result::Ok);
+  net.run(net.now() + 1000, [&] { return done_a(net); });
+  uint32_t next = 0;
+  ASSERT_EQ(net.dev(0).connect(net.dev(1).config().self, &next), Result::Ok);
+  net.run(net.now() + 1000);
+  EXPECT_EQ(net.dev(0).connection_state(next), ConnState::Established);
+  EXPECT_EQ(net.dev(1).counters().rejects_unconfirmed, 1u);
+}
+
 TEST(EnginePools, ConnectionPoolExhaustionRejectsWithReason2) {
   DeviceConfig b = engine_config(1);
   b.max_connections = 2;
+  b.max_unconfirmed_per_source = 2;  // [R-SEC-12] as large as the table: one source may fill it
   DeviceConfig a = engine_config(0);
   a.max_connections = 8;
   EnginePair net(a, b);
@@ -162,7 +242,10 @@ TEST(EnginePools, ConnectionPoolExhaustionRejectsWithReason2) {
   EXPECT_EQ(up, 2);
   EXPECT_EQ(failed, 2);
   EXPECT_EQ(rejects, 2);
-  EXPECT_EQ(net.dev(1).counters().rejects_no_resources, 2u);
+  // The two accepted connections are still unused, so the source's bound, which is checked first,
+  // refuses the others: the table is full of that source's unconfirmed connections.
+  EXPECT_EQ(net.dev(1).counters().rejects_unconfirmed, 2u);
+  EXPECT_EQ(net.dev(1).counters().rejects_no_resources, 0u);
   // The initiator's own pool: connect() refuses once it is full of live connections.
   DeviceConfig c = engine_config(0);
   c.max_connections = 1;

@@ -260,6 +260,31 @@ RequirementScenario R_PLC_9_RnrRetryExceeded_R_REL_10() {
   return r;
 }
 
+// [R-PLC-9], [R-SEC-11]: a Send of three segments on three paths, no receive. The first
+// segment's 7th RNR fails the request and voids all three; the RNR NAKs of the other two, already on
+// their way, are waited out like any RNR before their VOIDs go out (not sent again at once).
+RequirementScenario R_PLC_9_RnrForAnAlreadyVoidedPsnIsWaitedOut_R_SEC_11() {
+  RequirementScenario r = named("R_PLC_9_RnrForAnAlreadyVoidedPsnIsWaitedOut_R_SEC_11");
+  r.scenario.config[0].max_payload = 1024;
+  r.scenario.workload.ops = {op(A, OpKind::Send, 0, 3000, 0)};
+  r.check = [](const Observed& o) {
+    expect_statuses(o, A, {Status::RnrRetryExceeded});
+    int at_once = 0, waited = 0;
+    for (const auto& f : o.sent[0]) {
+      if (!is_data(f.packet) || !(f.packet.flags & ref::kFlagVoid)) continue;
+      model::Time nak_at = 0;  // the last NAK of this (path, PSN) before its VOID
+      for (const auto& n : o.sent[1])
+        if (n.packet.opcode == ref::Opcode::Nak && n.packet.path_id == f.packet.path_id &&
+            n.packet.nak_psn == f.packet.psn && n.at <= f.at)
+          nak_at = n.at;
+      (f.at - nak_at < 100 ? at_once : waited) += 1;
+    }
+    EXPECT_EQ(at_once, 1) << "only the PSN whose RNR failed the request is voided at once";
+    EXPECT_EQ(waited, 2) << "the others wait RNR_DEFAULT (100 µs) after their RNR";
+  };
+  return r;
+}
+
 // [R-PLC-9], [R-HDR-24]: an RNR NAK's Detail (10 µs units) sets the sender's wait.
 RequirementScenario R_PLC_9_RnrWaitFollowsTheNakDetail_R_HDR_24() {
   RequirementScenario r = named("R_PLC_9_RnrWaitFollowsTheNakDetail_R_HDR_24");
@@ -888,6 +913,7 @@ std::vector<RequirementScenario> table() {
           R_MATCH_2_SendLongerThanReceive(),
           R_PLC_7_ReceiverNotReadyThenReady(),
           R_PLC_9_RnrRetryExceeded_R_REL_10(),
+          R_PLC_9_RnrForAnAlreadyVoidedPsnIsWaitedOut_R_SEC_11(),
           R_PLC_9_RnrWaitFollowsTheNakDetail_R_HDR_24(),
           R_CONN_8_DeadPeerFailsEverything_R_CONN_6(),
           R_PATH_4_DeadRouteIsRepathed(),

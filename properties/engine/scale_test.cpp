@@ -31,6 +31,7 @@ DeviceConfig scale_config(int side) {
   c.max_connections = kConns + 16;
   c.max_work_requests = 1024;
   c.max_receives = 1024;
+  c.max_unconfirmed_per_source = kConns + 16;  // one initiator opens them all before using any
   c.max_window_blocks = 256;
   c.cq_size = 1024;
   c.event_queue_size = 1024;

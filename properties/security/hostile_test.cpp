@@ -131,12 +131,15 @@ class Hostile : public ::testing::Test {
   }
 
   // The legitimate transfer completed in full, every work request Success, and the invariants hold.
-  void expect_legit_success() {
-    EXPECT_TRUE(w_->finish()) << w_->completions_missing() << " work requests did not complete";
+  // With keep_connection, the connection stays up (and the invariants are not checked: the case goes
+  // on to post work of its own, which the world does not know).
+  void expect_legit_success(bool keep_connection = false) {
+    EXPECT_TRUE(w_->finish(300'000, !keep_connection))
+        << w_->completions_missing() << " work requests did not complete";
     for (const World::Wr& x : w_->wrs)
       EXPECT_TRUE(x.completions == 1 && x.wc.status == Status::Success)
           << w_->name(x) << ": " << x.completions << " completions, " << status_name(x.wc.status);
-    expect_invariants(false);
+    if (!keep_connection) expect_invariants(false);
   }
   void expect_invariants(bool finish = true) {
     if (finish) w_->finish();
@@ -509,7 +512,8 @@ TEST_F(Hostile, ConnectFloodIsBoundedAndSparesTheLiveConnection) {
   EXPECT_LE(w().vdev().memory_usage().connections, cap);
   size_t rejected = 0;
   for (const World::Seen& s : w().seen[w().victim]) rejected += s.op == Opcode::Reject && s.code == 2;
-  EXPECT_EQ(rejected, size_t(n) - (conns - 1)) << "a CONNECT beyond the table gets REJECT reason 2";
+  EXPECT_EQ(rejected, size_t(n) - (conns - 1))
+      << "a CONNECT beyond the table, or beyond its source's unused connections [R-SEC-12], gets REJECT reason 2";
   EXPECT_EQ(w().vdev().connection_state(w().vconn()), ConnState::Established);
   expect_legit_success();
 }
@@ -716,35 +720,92 @@ std::pair<uint32_t, uint32_t> second_connection(World& w) {
   return {mine, theirs};
 }
 
-// Once fixed: per-connection limits stop one peer from filling the shared receive pool with
-// canceled RSNs (VOIDs of Sends); over its limit the peer gets RNR/NAK, and the other connection's
-// post_recv still works. Today post_recv returns NoResources.
-TEST_F(Hostile, DISABLED_Known_VoidFloodCannotExhaustTheSharedReceivePool) {
+// Forged VOIDs of Sends with `count` distinct RSNs (rsn0, rsn0 + 1, ...) on the victim's connection
+// `mine` (the peer's `theirs`), at consecutive PSNs from `first` on each path, so that each is in the
+// window whatever the others got.
+void void_flood(World& w, uint32_t mine, uint32_t theirs, uint32_t first, uint32_t count, uint32_t rsn0) {
+  const uint16_t P = w.dev(w.other).path_count(theirs);
+  for (uint32_t i = first; i < first + count; ++i) {
+    fast::Fields f = w.fields(Opcode::Send);
+    f.dcid = mine;
+    f.path_id = uint16_t(i % P);
+    f.psn = w.dev(w.other).path_info(theirs, f.path_id)->snxt + i / P;
+    f.flags = fast::kFlagVoid;
+    f.rsn = rsn0 + i;
+    w.inject(World::build(f), false);
+  }
+}
+
+// NAKs with `code` the victim sent on its connection whose peer ID is `theirs`.
+size_t naks_on(const World& w, uint32_t theirs, NakCode code) {
+  return size_t(std::count_if(w.seen[w.victim].begin(), w.seen[w.victim].end(), [&](const World::Seen& s) {
+    return s.op == Opcode::Nak && s.dcid == theirs && s.code == uint8_t(code);
+  }));
+}
+
+// [R-SEC-11]: one peer cannot fill the shared receive pool with canceled RSNs (VOIDs of Sends): its
+// connection remembers at most half its share of cancellations, every VOID beyond gets RNR (counted),
+// and the other connection's post_recv still works.
+TEST_F(Hostile, VoidFloodCannotExhaustTheSharedReceivePool) {
   start(-1, 0);
   const auto [mine, theirs] = second_connection(w());
   ASSERT_NE(mine, 0u);
   const uint32_t n = w().vdev().config().max_receives + 64;
-  const uint16_t P = w().dev(w().other).path_count(theirs);
-  for (uint32_t i = 0; i < n; ++i) {
-    fast::Fields f = w().fields(Opcode::Send);
-    f.dcid = mine;
-    f.path_id = uint16_t(i % P);
-    f.psn = w().dev(w().other).path_info(theirs, f.path_id)->snxt + i / P;
-    f.flags = fast::kFlagVoid;
-    f.rsn = 1000 + i;
-    w().inject(World::build(f), false);
-  }
+  const uint64_t refused = vc().rnr_receive_limit;
+  void_flood(w(), mine, theirs, 0, n, 1000);
+  // The share of a 256-entry pool is 32 receives, of which 16 may be canceled RSNs.
+  EXPECT_EQ(vc().rnr_receive_limit - refused, n - 16);
+  EXPECT_EQ(naks_on(w(), theirs, NakCode::Rnr), n - 16) << "every VOID over the limit draws RNR";
+  expect_legit_success(true);
   MemoryRegion& lw = w().mr[w().victim][kLw];
   EXPECT_EQ(w().vdev().post_recv(w().vconn(), 2, 9999, Sge{lw.iova + 30000, 64, lw.lkey}), mroce::Result::Ok);
 }
 
-// Once fixed: one peer's READ_REQs cannot fill the work-request pool (per-connection limit on
-// read-responder state; over it the peer gets RNR/NAK); the victim's own post_write still works.
-TEST_F(Hostile, DISABLED_Known_ReadRequestFloodCannotExhaustTheWorkRequestPool) {
+// [R-SEC-11], [R-REL-9]: a connection whose share is full of posted receives and canceled RSNs can
+// still post the receive of a canceled RSN (it takes the entry that remembered the cancellation and
+// completes Canceled), while one more VOID gets RNR.
+TEST_F(Hostile, ACanceledRsnCanBePostedAtTheConnectionsShare) {
+  start(-1, 0);
+  const auto [mine, theirs] = second_connection(w());
+  ASSERT_NE(mine, 0u);
+  const uint16_t stream = w().fields(Opcode::Send).stream_id;
+  MemoryRegion& lw = w().mr[w().victim][kLw];
+  auto post = [&](uint64_t wr) { return w().vdev().post_recv(mine, stream, wr, Sge{lw.iova + 30000, 64, lw.lkey}); };
+  for (uint64_t i = 0; i < 16; ++i) ASSERT_EQ(post(7000 + i), mroce::Result::Ok);  // RSNs 0..15, waiting
+  void_flood(w(), mine, theirs, 0, 16, 16);                                        // RSNs 16..31 canceled
+  EXPECT_EQ(vc().rnr_receive_limit, 0u);
+  EXPECT_EQ(post(7016), mroce::Result::Ok) << "RSN 16 was canceled: its entry is the receive";
+  void_flood(w(), mine, theirs, 16, 2, 100);  // 17 posted + 15 canceled fill the share of 32
+  EXPECT_EQ(vc().rnr_receive_limit, 2u);
+  EXPECT_EQ(naks_on(w(), theirs, NakCode::Rnr), 2u);
+}
+
+// [R-REL-9], A-33: a canceled RSN is found by a hash lookup whose cost does not grow with the number
+// of canceled RSNs (the list it replaced made each VOID of a 70 000-VOID flood cost ~265 µs).
+TEST_F(Hostile, CanceledRsnLookupCostStaysFlat) {
+  WorldOptions o;
+  for (DeviceConfig& c : o.cfg) c.max_receives = c.max_receives_per_conn = 1 << 15;
+  start(-1, 0, o);
+  const auto [mine, theirs] = second_connection(w());
+  ASSERT_NE(mine, 0u);
+  void_flood(w(), mine, theirs, 0, 16, 1000);
+  const uint32_t few = testing::DeviceHooks::canceled_rsn_longest_probe(w().vdev());
+  void_flood(w(), mine, theirs, 16, 12000, 1000);
+  const uint32_t many = testing::DeviceHooks::canceled_rsn_longest_probe(w().vdev());
+  EXPECT_EQ(vc().rnr_receive_limit, 0u) << "all 12 016 canceled RSNs are remembered";
+  EXPECT_GE(few, 1u);
+  EXPECT_LE(many, 32u) << "a lookup examines at most a short probe run, not 12 016 entries";
+}
+
+// [R-SEC-11]: one peer's READ_REQs cannot fill the work-request pool: its connection holds at most
+// its share of read responses, every READ_REQ beyond gets RNR (counted), and the victim's own
+// post_write still works.
+TEST_F(Hostile, ReadRequestFloodCannotExhaustTheWorkRequestPool) {
   start(-1, 0);
   const auto [mine, theirs] = second_connection(w());
   ASSERT_NE(mine, 0u);
   const uint32_t n = w().vdev().config().max_work_requests + 64;
+  const uint64_t refused = vc().rnr_response_limit;
   const uint16_t P = w().dev(w().other).path_count(theirs);
   for (uint32_t i = 0; i < n && i / P < 256; ++i) {
     fast::Fields f = w().fields(Opcode::ReadReq);
@@ -757,6 +818,10 @@ TEST_F(Hostile, DISABLED_Known_ReadRequestFloodCannotExhaustTheWorkRequestPool) 
     f.msn = i;
     w().inject(World::build(f), false);
   }
+  // The share of a 256-entry pool is 32 work requests and read responses.
+  EXPECT_EQ(vc().rnr_response_limit - refused, n - 32);
+  EXPECT_EQ(naks_on(w(), theirs, NakCode::Rnr), n - 32) << "every READ_REQ over the limit draws RNR";
+  expect_legit_success(true);
   MemoryRegion& src = w().mr[w().victim][kSrc];
   MemoryRegion& rw = w().mr[w().other][kRw];
   EXPECT_EQ(w().vdev().post_write(w().vconn(), 3, 9999, Sge{src.iova, 64, src.lkey}, rw.iova + 30000, rw.rkey),
@@ -776,21 +841,29 @@ TEST_F(Hostile, DISABLED_Known_RegionChurnIsUnbounded) {
   }
 }
 
-// Once fixed: under a CONNECT flood a legitimate CONNECT still succeeds promptly (stateless or
-// cookie-style handshake, per-source limits or eviction of half-open state). Today the flooded
-// table answers REJECT (resources).
-TEST_F(Hostile, DISABLED_Known_ConnectFloodDoesNotLockOutALegitimateConnect) {
+// [R-SEC-12]: under a CONNECT flood from one host a legitimate CONNECT from another still succeeds
+// at once: the flooding source holds at most half the table in connections it never used, and its
+// CONNECTs beyond get REJECT reason 2, counted.
+TEST_F(Hostile, ConnectFloodDoesNotLockOutALegitimateConnect) {
   start();
-  for (uint32_t i = 0; i < w().vdev().config().max_connections * 3; ++i) {
+  const uint32_t n = w().vdev().config().max_connections * 3;
+  const uint64_t refused = vc().rejects_unconfirmed;
+  for (uint32_t i = 0; i < n; ++i) {
     fast::Fields f = w().fields(Opcode::Connect);
     f.ipv4_src = 0x0A000063;
     f.eth_src = {0x02, 0, 0, 0, 0, 0x63};
     f.scid = 0x70000000u + i;
     w().inject(World::build(f));
   }
+  const uint32_t half = w().vdev().config().max_connections / 2;
+  EXPECT_EQ(vc().rejects_unconfirmed - refused, n - half);
+  EXPECT_EQ(w().count_seen(w().victim, Opcode::Reject), n - half);
+  const Time before = w().pair.now();
   const auto [mine, theirs] = second_connection(w());
   EXPECT_NE(mine, 0u);
   EXPECT_EQ(w().dev(w().other).connection_state(theirs), ConnState::Established);
+  EXPECT_LT(w().pair.now() - before, Time(100)) << "promptly: one round trip, no CONNECT retry";
+  expect_legit_success();
 }
 
 }  // namespace

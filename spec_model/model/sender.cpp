@@ -427,6 +427,14 @@ void EndpointState::on_nak(Connection& c, uint16_t path, const ref::Packet& nak)
     OutstandingPsn* o = t.find(nak.nak_psn);
     if (!o || o->state == PsnState::Acked) return;
     const auto code = static_cast<ref::NakCode>(nak.nak_code);
+    const Time rnr_until = now + (nak.nak_detail ? uint64_t(nak.nak_detail) * 10 : cfg.rnr_default_us);
+    if (o->void_mode && code == ref::NakCode::Rnr) {
+        // [R-PLC-9], [R-SEC-11]: the receiver cannot remember the cancellation yet; nothing is left
+        // to fail, so the VOID waits like any RNR and goes out again after the wait.
+        o->state = PsnState::RnrWait;
+        o->rnr_until = rnr_until;
+        return;
+    }
     if (o->void_mode) {  // already voided: make sure the VOID goes out
         o->state = PsnState::Lost;
         return;
@@ -440,7 +448,7 @@ void EndpointState::on_nak(Connection& c, uint16_t path, const ref::Packet& nak)
             return;
         }
         o->state = PsnState::RnrWait;
-        o->rnr_until = now + (nak.nak_detail ? uint64_t(nak.nak_detail) * 10 : cfg.rnr_default_us);
+        o->rnr_until = rnr_until;
         return;
     }
     Status status = Status::RemoteInvalid;

@@ -39,6 +39,9 @@ inline std::vector<std::pair<std::string_view, uint64_t>> engine_counters(const 
         {"cq_overflow", k.cq_overflow},
         {"event_overflow", k.event_overflow},
         {"rejects_no_resources", k.rejects_no_resources},
+        {"rnr_receive_limit", k.rnr_receive_limit},
+        {"rnr_response_limit", k.rnr_response_limit},
+        {"rejects_unconfirmed", k.rejects_unconfirmed},
         {"rx_frames", k.rx_frames},
         {"tx_frames", k.tx_frames},
     };

@@ -70,6 +70,10 @@ public:
         cfg.max_connections = 64;
         cfg.max_work_requests = 4096;
         cfg.max_receives = 4096;
+        // The model has no pools: no per-connection share below a pool, no per-source limit.
+        cfg.max_work_requests_per_conn = cfg.max_work_requests;
+        cfg.max_receives_per_conn = cfg.max_receives;
+        cfg.max_unconfirmed_per_source = cfg.max_connections;
         cfg.max_window_blocks = 1024;
         cfg.max_regions = 256;
         cfg.max_peers = 64;

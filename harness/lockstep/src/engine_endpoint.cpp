@@ -84,6 +84,10 @@ DeviceConfig engine_config_from(const model::Config& m) {
     d.max_connections = 256;
     d.max_work_requests = 16384;
     d.max_receives = 16384;
+    // The model has no pools: no per-connection share below a pool, no per-source limit.
+    d.max_work_requests_per_conn = d.max_work_requests;
+    d.max_receives_per_conn = d.max_receives;
+    d.max_unconfirmed_per_source = d.max_connections;
     d.max_window_blocks = 1024;
     d.cq_size = 16384;
     return d;

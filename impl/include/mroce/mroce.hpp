@@ -142,7 +142,8 @@ struct DeviceConfig {
   uint32_t rnr_retry_max = 7;
   uint16_t rnr_detail = 0;  // Detail put in this end's RNR NAKs (10 µs units)
   // Capacities, preallocated at open(). Exhaustion gives Result::NoResources on posts and connects
-  // (and REJECT reason 2 to a CONNECT), never a crash.
+  // (and REJECT reason 2 to a CONNECT), never a crash. One connection's share of the receives and
+  // work requests, and one source's unused connections, are bounded too (the last fields below).
   uint32_t max_connections = 1024;
   uint32_t max_work_requests = 65536;  // posted sends/writes/reads not yet completed, + read responses
   uint32_t max_receives = 65536;       // posted receives not yet completed
@@ -152,6 +153,21 @@ struct DeviceConfig {
   uint32_t cq_size = 65536;            // completions waiting for poll_cq
   uint32_t event_queue_size = 4096;    // connection events waiting for poll_events
   uint16_t burst = 32;                 // frames per rx/tx burst
+
+  // Fair shares of max_receives and max_work_requests [R-SEC-11], so that one peer cannot starve the
+  // other connections. A connection's receives: its posted receives not yet completed, the RSNs its
+  // peer canceled before they were posted (VOIDs, [R-REL-9]; at most half the share) and the receives
+  // kept after failing LocalLength. Its work requests: its posted ones not yet completed and its Read
+  // responses (PSN records may keep a completed one a little longer). At the limit a local post
+  // returns NoResources for that connection only, and the peer's VOID of a receive not yet posted, or
+  // its READ_REQ, gets NAK RNR. 0: an eighth of the pool (at least 16, at most the pool); otherwise
+  // at most the pool (Device::open refuses more).
+  uint32_t max_receives_per_conn = 0;
+  uint32_t max_work_requests_per_conn = 0;
+  // Responder connections one source address may hold before its initiator has sent anything on them
+  // (a CONNECT beyond gets REJECT reason 2) [R-SEC-12]: a CONNECT flood from one host leaves room for
+  // the others. 0: half of max_connections (at least 1); otherwise at most max_connections.
+  uint32_t max_unconfirmed_per_source = 0;
 };
 
 // A registered memory region [R-MEM-1].
@@ -252,6 +268,9 @@ struct Counters {
   uint64_t cq_overflow = 0;         // completions lost because the CQ was full
   uint64_t event_overflow = 0;
   uint64_t rejects_no_resources = 0;
+  uint64_t rnr_receive_limit = 0;    // VOIDs refused with RNR: no room to remember the cancellation [R-SEC-11]
+  uint64_t rnr_response_limit = 0;   // READ_REQs refused with RNR: the connection's share is used [R-SEC-11]
+  uint64_t rejects_unconfirmed = 0;  // CONNECTs refused (REJECT 2): the source's unconfirmed bound [R-SEC-12]
   uint64_t rx_frames = 0;
   uint64_t tx_frames = 0;
   RetransmissionCauses retx_by_cause;  // of `retransmissions`, every path of every connection

@@ -21,6 +21,9 @@ struct DeviceHooks {
   static void record_output_order(Device& d, bool on) noexcept;
   static size_t take_output_order(Device& d, uint8_t* kinds, size_t max) noexcept;
   static constexpr size_t kMaxOrderLog = size_t(1) << 16;  // outputs kept per take
+  // The most entries a lookup of a canceled RSN ([R-REL-9], A-22) can examine now, over every
+  // connection: its cost, which must not grow with the number of canceled RSNs.
+  static uint32_t canceled_rsn_longest_probe(const Device& d) noexcept;
 };
 
 }  // namespace mroce::testing
