@@ -289,9 +289,11 @@ public:
             fail("key exchange refused");
     }
     // Posts while there is room and messages left (limit: total messages; UINT64_MAX = until stopped),
-    // once the server's keys are known.
+    // once the server's keys are known and acknowledged: a first burst of posts would otherwise hold
+    // up the ACK of the keys beyond ACK_DELAY_MAX ([R-ACK-3], judged by `mroce check`).
     void post(uint32_t conn, uint64_t limit) {
-        while (have_keys_ && posted_ < limit && posted_ - completed_ < c_.depth) {
+        if (!keys_acked()) return;
+        while (posted_ < limit && posted_ - completed_ < c_.depth) {
             const uint64_t i = posted_;
             const uint16_t s = uint16_t(i % c_.streams);
             const uint64_t off = src_offset(i, c_.msg);
@@ -325,7 +327,10 @@ public:
                 if (w.wr_id == kHelloWr || w.wr_id == kKeysWr) {
                     if (w.status != Status::Success || (w.wr_id == kKeysWr && w.byte_len != sizeof keys_))
                         fail(std::string("key exchange ") + status_name(w.status));
-                    have_keys_ = have_keys_ || w.wr_id == kKeysWr;
+                    if (w.wr_id == kKeysWr) {
+                        have_keys_ = true;
+                        keys_at_ = now;
+                    }
                     continue;
                 }
                 ++completed_;
@@ -390,6 +395,12 @@ private:
     MemoryRegion src_mr_, sink_mr_, keys_mr_;
     ServerKeys keys_;  // received from the server
     bool have_keys_ = false;
+    uint64_t keys_at_ = 0;  // when their receive completed
+    bool keys_acked() const {
+        if (!have_keys_ || clock_.now_us() < keys_at_ + d_.config().ack_delay_us) return false;
+        const auto due = d_.next_deadline();
+        return !due || *due > clock_.now_us();  // the delayed ACK has gone
+    }
     std::unique_ptr<uint8_t[]> sink_;
     uint64_t sink_bytes_ = 0;
     uint64_t posted_ = 0, completed_ = 0, bytes_ = 0;
