@@ -9,8 +9,11 @@
 // sees each one land and checks the destination slot; Sends land in the stream's next posted
 // receive; Reads are checked by the client in its sink. Every message, Write or Send, consumes one
 // receive on its stream, so the k-th receive completion of stream s is message s + k * streams.
-// Memory keys are deterministic (mroce.hpp, reg_mr) and regions are registered at fixed iovas, so
-// the client knows the server's rkeys and addresses without asking.
+// Regions are registered at fixed iovas, but memory keys are unpredictable [R-MEM-1], so the client
+// learns the server's rkeys as an RDMA application does, in a Send: once up, the client posts a
+// receive for them and sends an empty "hello" on stream 0; the server answers the hello (its stream
+// 0's first receive, RSN 0, ahead of the message receives) with a Send of its rkeys. The client posts
+// no message before it has them.
 //
 // Faults on purpose, so that a capture shows the rare paths of the protocol (`mroce check` judges
 // them; `ci/mutation/conform` needs them): `--bad-rkey-every N` makes every N-th Write carry a key
@@ -53,8 +56,15 @@ constexpr uint64_t kRecvIova = 0x200000000ull;  // server region 1
 constexpr uint64_t kSrcIova = 0x300000000ull;   // server region 2 (the table, for Reads)
 constexpr uint32_t kAll = access::kLocalWrite | access::kRemoteWrite | access::kRemoteRead;
 
-// n-th registration's rkey (mroce.hpp, Device::reg_mr).
-uint32_t rkey_of(uint32_t n) { return ((n + 1) << 8) | ((n * 97 + 13) % 256); }
+// The key exchange: the server's rkeys, and the work request IDs of its messages (above every
+// message number and receive slot).
+struct ServerKeys {
+    uint32_t dst_rkey = 0;  // of the Write destination at kDstIova
+    uint32_t src_rkey = 0;  // of the table at kSrcIova, for Reads
+};
+constexpr uint64_t kHelloWr = UINT64_MAX;     // the client's empty Send / the server's receive of it
+constexpr uint64_t kKeysWr = UINT64_MAX - 1;  // the server's Send of its keys / the client's receive
+constexpr uint16_t kKeysStream = 0;
 
 uint64_t mix64(uint64_t x) {
     x += 0x9e3779b97f4a7c15ull;
@@ -95,8 +105,8 @@ const char* op_name(PerfOp op) {
     return "?";
 }
 
-// A key that names no region: reg_mr's keys carry the registration index + 1 in bits 8..31.
-constexpr uint32_t kBadRkey = 0xfffff0a5u;
+// A key that names no region: reg_mr never issues 0 (mroce.hpp).
+constexpr uint32_t kBadRkey = 0;
 
 struct Common {
     PerfOp op = PerfOp::Mixed;
@@ -128,15 +138,20 @@ public:
         recv_ = std::make_unique<uint8_t[]>(recv_bytes_);
         std::memset(recv_.get(), 0, recv_bytes_);
         MemoryRegion mr;
-        if (d.reg_mr(dst_.get(), kDstBytes, kAll, &mr, kDstIova) != Result::Ok ||
+        MemoryRegion dst_mr, src_mr;
+        if (d.reg_mr(dst_.get(), kDstBytes, kAll, &dst_mr, kDstIova) != Result::Ok ||
             d.reg_mr(recv_.get(), recv_bytes_, kAll, &recv_mr_, kRecvIova) != Result::Ok ||
-            d.reg_mr(const_cast<uint8_t*>(table), kTableBytes, access::kRemoteRead, &mr, kSrcIova) != Result::Ok)
+            d.reg_mr(const_cast<uint8_t*>(table), kTableBytes, access::kRemoteRead, &src_mr, kSrcIova) != Result::Ok ||
+            d.reg_mr(&keys_, sizeof keys_, access::kLocalWrite, &keys_mr_) != Result::Ok)
             throw std::runtime_error("server: reg_mr failed");
+        keys_ = ServerKeys{dst_mr.rkey, src_mr.rkey};
         next_k_.assign(c.streams, 0);
     }
-    // Posts every stream's receives once the connection is up.
+    // Posts the hello's receive, then every stream's receives, once the connection is up.
     void on_up(uint32_t conn) {
         conn_ = conn;
+        if (d_.post_recv(conn_, kKeysStream, kHelloWr, Sge{recv_mr_.iova, 0, recv_mr_.lkey}) != Result::Ok)
+            fail("post_recv of the hello refused");
         if (c_.op == PerfOp::Read) return;
         for (uint16_t s = 0; s < c_.streams; ++s)
             for (uint32_t k = 0; k < rdepth_; ++k) repost(s, k);
@@ -177,7 +192,18 @@ private:
         ++errors;
         if (first_error.empty()) first_error = why;
     }
+    // The key exchange: the hello came, the keys go back (their Send completes on this CQ too).
+    bool key_exchange(const WorkCompletion& wc) {
+        if (wc.wr_id != kHelloWr && wc.wr_id != kKeysWr) return false;
+        if (wc.status != Status::Success)
+            fail(std::string("key exchange ") + status_name(wc.status));
+        else if (wc.wr_id == kHelloWr && d_.post_send(conn_, kKeysStream, kKeysWr,
+                                                      Sge{keys_mr_.iova, sizeof keys_, keys_mr_.lkey}) != Result::Ok)
+            fail("post_send of the keys refused");
+        return true;
+    }
     void handle(const WorkCompletion& wc) {
+        if (key_exchange(wc)) return;
         if (wc.status != Status::Success) {
             // Any error, Flushed included, used up this stream's next receive (its message's turn):
             // a later receive of the stream may still complete with Success [R-CMP-2].
@@ -230,7 +256,8 @@ private:
     std::unique_ptr<uint8_t[]> dst_, recv_;
     uint64_t recv_bytes_ = 0;
     uint32_t rdepth_ = 0;
-    MemoryRegion recv_mr_;
+    MemoryRegion recv_mr_, keys_mr_;
+    ServerKeys keys_;
     uint32_t conn_ = 0;
     std::vector<uint64_t> next_k_;
     std::deque<Held> held_;
@@ -242,7 +269,8 @@ class ClientSide {
 public:
     ClientSide(Device& d, const Common& c, const uint8_t* table, const io::Clock& clock)
         : d_(d), c_(c), table_(table), clock_(clock) {
-        if (d.reg_mr(const_cast<uint8_t*>(table), kTableBytes, access::kLocalWrite, &src_mr_) != Result::Ok)
+        if (d.reg_mr(const_cast<uint8_t*>(table), kTableBytes, access::kLocalWrite, &src_mr_) != Result::Ok ||
+            d.reg_mr(&keys_, sizeof keys_, access::kLocalWrite, &keys_mr_) != Result::Ok)
             throw std::runtime_error("client: reg_mr failed");
         if (c.op == PerfOp::Read) {
             sink_bytes_ = uint64_t(c.depth) * c.msg;
@@ -254,8 +282,17 @@ public:
         post_time_.assign(kRing, 0);
         lat_.reserve(1 << 20);
     }
-    // Posts while there is room and messages left (limit: total messages; UINT64_MAX = until stopped).
+    // Asks the server for its keys once the connection is up: their receive first, then the hello.
+    void on_up(uint32_t conn) {
+        if (d_.post_recv(conn, kKeysStream, kKeysWr, Sge{keys_mr_.iova, sizeof keys_, keys_mr_.lkey}) != Result::Ok ||
+            d_.post_send(conn, kKeysStream, kHelloWr, Sge{src_mr_.iova, 0, src_mr_.lkey}) != Result::Ok)
+            fail("key exchange refused");
+    }
+    // Posts while there is room and messages left (limit: total messages; UINT64_MAX = until stopped),
+    // once the server's keys are known and acknowledged: a first burst of posts would otherwise hold
+    // up the ACK of the keys beyond ACK_DELAY_MAX ([R-ACK-3], judged by `mroce check`).
     void post(uint32_t conn, uint64_t limit) {
+        if (!keys_acked()) return;
         while (posted_ < limit && posted_ - completed_ < c_.depth) {
             const uint64_t i = posted_;
             const uint16_t s = uint16_t(i % c_.streams);
@@ -264,13 +301,13 @@ public:
             if (c_.op == PerfOp::Read) {
                 const uint64_t slot = i % c_.depth;
                 r = d_.post_read(conn, s, i, Sge{sink_mr_.iova + slot * c_.msg, c_.msg, sink_mr_.lkey}, kSrcIova + off,
-                                 rkey_of(2));
+                                 keys_.src_rkey);
             } else if (is_send(c_.op, i)) {
                 r = d_.post_send(conn, s, i, Sge{src_mr_.iova + off, c_.msg, src_mr_.lkey});
             } else {
                 r = d_.post_write_imm(conn, s, i, Sge{src_mr_.iova + off, c_.msg, src_mr_.lkey},
-                                      kDstIova + (i % c_.dst_slots()) * c_.msg, c_.bad_key(i) ? kBadRkey : rkey_of(0),
-                                      uint32_t(i));
+                                      kDstIova + (i % c_.dst_slots()) * c_.msg,
+                                      c_.bad_key(i) ? kBadRkey : keys_.dst_rkey, uint32_t(i));
             }
             if (r == Result::NoResources) return;
             if (r != Result::Ok) {
@@ -287,6 +324,15 @@ public:
         for (int n; (n = d_.poll_cq(wc, 64)) > 0;) {
             for (int k = 0; k < n; ++k) {
                 const WorkCompletion& w = wc[k];
+                if (w.wr_id == kHelloWr || w.wr_id == kKeysWr) {
+                    if (w.status != Status::Success || (w.wr_id == kKeysWr && w.byte_len != sizeof keys_))
+                        fail(std::string("key exchange ") + status_name(w.status));
+                    if (w.wr_id == kKeysWr) {
+                        have_keys_ = true;
+                        keys_at_ = now;
+                    }
+                    continue;
+                }
                 ++completed_;
                 if (c_.bad_key(w.wr_id) != (w.status == Status::RemoteAccess)) {
                     ++bad;
@@ -346,7 +392,15 @@ private:
     Common c_;
     const uint8_t* table_;
     const io::Clock& clock_;
-    MemoryRegion src_mr_, sink_mr_;
+    MemoryRegion src_mr_, sink_mr_, keys_mr_;
+    ServerKeys keys_;  // received from the server
+    bool have_keys_ = false;
+    uint64_t keys_at_ = 0;  // when their receive completed
+    bool keys_acked() const {
+        if (!have_keys_ || clock_.now_us() < keys_at_ + d_.config().ack_delay_us) return false;
+        const auto due = d_.next_deadline();
+        return !due || *due > clock_.now_us();  // the delayed ACK has gone
+    }
     std::unique_ptr<uint8_t[]> sink_;
     uint64_t sink_bytes_ = 0;
     uint64_t posted_ = 0, completed_ = 0, bytes_ = 0;
@@ -472,17 +526,14 @@ private:
 };
 
 // Resource limits an engine met, and frames it refused from a peer it does not trust ([R-ACK-10],
-// [R-SEC-10], [R-CONN-3]); all zero in a healthy run: they explain loss no impairment caused.
+// [R-SEC-10], [R-CONN-3], [R-MEM-3]); all zero in a healthy run (but for --bad-rkey-every's
+// refusals): they explain loss no impairment caused.
 json limit_stats(const Counters& k) {
-    return {{"tx_no_buffer", k.tx_no_buffer},
-            {"window_block_waits", k.window_block_waits},
-            {"cq_overflow", k.cq_overflow},
-            {"out_of_window", k.out_of_window},
-            {"unknown_dcid", k.unknown_dcid},
-            {"invalid_acks", k.invalid_acks},
-            {"sack_beyond_snxt", k.sack_beyond_snxt},
-            {"foreign_source", k.foreign_source},
-            {"bad_accepts", k.bad_accepts}};
+    return {{"tx_no_buffer", k.tx_no_buffer},         {"window_block_waits", k.window_block_waits},
+            {"cq_overflow", k.cq_overflow},           {"out_of_window", k.out_of_window},
+            {"unknown_dcid", k.unknown_dcid},         {"invalid_acks", k.invalid_acks},
+            {"sack_beyond_snxt", k.sack_beyond_snxt}, {"foreign_source", k.foreign_source},
+            {"bad_accepts", k.bad_accepts},           {"remote_access_naks", k.remote_access_naks}};
 }
 
 json summary(const Common& c, uint64_t msgs, uint64_t bytes, double secs, const Device& sender, uint32_t conn) {
@@ -572,6 +623,7 @@ json run_loopback(const LoopbackParams& p, Timeline* timeline = nullptr) {
         spin();
         for (int n; (n = a->poll_events(&ev, 1)) > 0;) {
             if (ev.kind != ConnEvent::Kind::Up) throw std::runtime_error("connection failed");
+            client.on_up(conn);
             up_a = true;
         }
         for (int n; (n = b->poll_events(&ev, 1)) > 0;) {
@@ -761,6 +813,7 @@ json run_net(bool is_server, const NetParams& np, dpdk::IoOptions o, bool progre
         }
     }
     if (!up) throw std::runtime_error("could not connect to the server");
+    client.on_up(conn);
     const uint64_t limit = np.duration_s > 0 ? UINT64_MAX : (np.iters ? np.iters : 10000);
     uint64_t stop_posting = limit;
     const uint64_t start = clock.now_us();

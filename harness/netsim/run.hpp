@@ -47,6 +47,14 @@ struct Scenario {
 // and no operations.
 Scenario base_scenario(uint32_t isn_a = 0xFFFFFF00u, uint32_t isn_b = 0xFFFFFF80u);
 
+// The key a KeyChoice::Invalid op names: derived from the peer's data rkey, never 0 nor one of the
+// peer's keys (with_keys_numbered names it after the keys it comes from).
+inline uint32_t invalid_rkey(uint32_t data_rkey, uint32_t guard_rkey) {
+    uint32_t v = data_rkey ^ 0x5A5A5A5Au;
+    while (v == 0 || v == data_rkey || v == guard_rkey) ++v;
+    return v;
+}
+
 struct RunOptions {
     bool trace = true;               // record event lines
     bool canonical_packets = false;  // packet summaries in the appendix C form instead of compact

@@ -59,4 +59,9 @@ struct ReplayResult {
 ReplayResult replay(std::string_view trace_text, const EndpointFactory& factory = model_factory(),
                     const RunOptions& options = {});
 
+// Memory keys are each implementation's choice ([R-MEM-1], A-32: the engine's are unpredictable,
+// the model's are not), so event lines are compared with every key a register line issued replaced
+// by the number of its registration ("key#3"), wherever it appears (register lines, RETHs).
+std::vector<std::string> with_keys_numbered(const std::vector<std::string>& lines);
+
 }  // namespace mroce::harness

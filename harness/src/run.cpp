@@ -578,9 +578,7 @@ private:
 
     uint32_t invalid_rkey(Side peer) const {
         const auto& k = keys_[size_t(peer)];
-        uint32_t v = k[0].rkey ^ 0x5A5A5A5Au;
-        while (v == 0 || v == k[0].rkey || v == k[1].rkey) ++v;
-        return v;
+        return harness::invalid_rkey(k[0].rkey, k[1].rkey);
     }
 
     void post(size_t i, uint32_t conn) {

@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <cstdio>
+#include <cstdlib>
 #include <limits>
 #include <map>
 #include <sstream>
@@ -437,8 +438,7 @@ ReplayResult replay(std::string_view trace_text, const EndpointFactory& factory,
     rr.result = run(p.scenario, factory, o);
     rr.violations = check_scenario(p.scenario, rr.result, p.mode);
     if (!p.lines.empty()) {
-        const auto& a = p.lines;
-        const auto& b = rr.result.lines;
+        const std::vector<std::string> a = with_keys_numbered(p.lines), b = with_keys_numbered(rr.result.lines);
         const size_t n = std::min(a.size(), b.size());
         size_t i = 0;
         while (i < n && a[i] == b[i]) ++i;
@@ -450,6 +450,47 @@ ReplayResult replay(std::string_view trace_text, const EndpointFactory& factory,
         }
     }
     return rr;
+}
+
+std::vector<std::string> with_keys_numbered(const std::vector<std::string>& lines) {
+    constexpr size_t kHexKey = 10;  // "0x" and 8 hex digits, as run.cpp and wire.cpp print keys
+    // A line is "<time> <side> ...". Both ends of the model issue the same keys, so a key is named by
+    // the side that issued it.
+    auto side_of = [](const std::string& l) {
+        const size_t sp = l.find(' ');
+        return sp == std::string::npos || sp + 1 >= l.size() ? '?' : l[sp + 1];
+    };
+    std::map<std::pair<char, std::string>, std::string> names;
+    std::map<char, std::vector<uint32_t>> rkeys;  // per side: data, guard
+    for (const std::string& l : lines) {
+        if (l.find(" register ") == std::string::npos) continue;
+        const char side = side_of(l);
+        for (const char* field : {"lkey=", "rkey="}) {
+            const size_t at = l.find(field);
+            if (at == std::string::npos) continue;
+            const std::string key = l.substr(at + 5, kHexKey);
+            names.emplace(std::make_pair(side, key), std::string(1, side) + "#" + std::to_string(names.size()));
+            if (field[0] == 'r') rkeys[side].push_back(uint32_t(std::strtoul(key.c_str(), nullptr, 16)));
+        }
+        if (rkeys[side].size() == 2) {  // the key the workload's Invalid ops name
+            char hex[16];
+            std::snprintf(hex, sizeof hex, "0x%08x", invalid_rkey(rkeys[side][0], rkeys[side][1]));
+            names.emplace(std::make_pair(side, std::string(hex)), std::string(1, side) + "#invalid");
+        }
+    }
+    std::vector<std::string> out = lines;
+    for (std::string& l : out) {
+        // A side's own keys are in what it registers and receives; its posts and frames name its peer's.
+        const char side = side_of(l), peer = side == 'A' ? 'B' : 'A';
+        const bool sent = l.find(" register ") == std::string::npos && l.find(" rx ") == std::string::npos;
+        for (size_t at = l.find("key=0x"); at != std::string::npos; at = l.find("key=0x", at + 4)) {
+            const std::string key = l.substr(at + 4, kHexKey);
+            auto it = names.find({sent ? peer : side, key});
+            if (it == names.end()) it = names.find({sent ? side : peer, key});
+            if (it != names.end()) l.replace(at + 4, kHexKey, it->second);
+        }
+    }
+    return out;
 }
 
 }  // namespace mroce::harness

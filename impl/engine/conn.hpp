@@ -151,6 +151,7 @@ struct Conn {
   bool in_use = false, initiator = false, mapped_responder = false;
   uint16_t paths = 0, streams = 0, max_payload = 0, window_cap = 0;  // negotiated (offers while connecting)
   uint32_t local_isn = 0, peer_isn = 0;
+  uint32_t pd = 0;             // protection domain: the regions its peer and its posts may use [R-MEM-5]
   uint32_t dead_next = kNone;  // FIFO of closed / failed connections (slots are recycled oldest first)
 
   // event loop: touched since the last transmission pass; re-arming deferred to the end of a burst

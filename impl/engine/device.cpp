@@ -65,6 +65,8 @@ const char* result_name(Result r) noexcept {
       return "InvalidArgument";
     case Result::UnknownKey:
       return "UnknownKey";
+    case Result::Busy:
+      return "Busy";
   }
   return "UNKNOWN";
 }
@@ -117,14 +119,17 @@ std::unique_ptr<Device> Device::open(const DeviceConfig& config, io::PacketIo& i
 Device::Device(std::unique_ptr<Engine> e) : e_(std::move(e)) {}
 Device::~Device() = default;
 
-Result Device::reg_mr(void* addr, uint64_t length, uint32_t access, MemoryRegion* out, std::optional<uint64_t> iova) {
-  return e_->reg_mr(addr, length, access, out, iova);
+Result Device::reg_mr(void* addr, uint64_t length, uint32_t access, MemoryRegion* out, std::optional<uint64_t> iova,
+                      uint32_t pd) {
+  return e_->reg_mr(addr, length, access, out, iova, pd);
 }
 Result Device::dereg_mr(uint32_t lkey) { return e_->dereg_mr(lkey); }
-Result Device::connect(const Address& peer, uint32_t* conn, const ConnParams* offer) {
-  return e_->connect(peer, conn, offer);
+Result Device::alloc_pd(uint32_t* pd) { return e_->alloc_pd(pd); }
+Result Device::dealloc_pd(uint32_t pd) { return e_->dealloc_pd(pd); }
+Result Device::connect(const Address& peer, uint32_t* conn, const ConnParams* offer, uint32_t pd) {
+  return e_->connect(peer, conn, offer, pd);
 }
-void Device::listen(bool on) { e_->listen(on); }
+Result Device::listen(bool on, uint32_t pd) { return e_->listen(on, pd); }
 Result Device::close(uint32_t conn, bool abort) { return e_->close(conn, abort); }
 Result Device::post_send(uint32_t conn, uint16_t stream, uint64_t wr_id, const Sge& local) {
   return e_->post(WcOpcode::Send, conn, stream, wr_id, local, 0, 0, false, 0);

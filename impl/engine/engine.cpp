@@ -36,7 +36,8 @@ Engine::Engine(const DeviceConfig& cfg, io::PacketIo& io, const io::Clock& clock
   wr_limit_ = share(cfg.max_work_requests_per_conn, cfg.max_work_requests);
   unconfirmed_limit_ =
       cfg.max_unconfirmed_per_source ? cfg.max_unconfirmed_per_source : std::max(1u, cfg.max_connections / 2);
-  regions_.init(cfg.max_regions);
+  regions_.init(cfg.max_regions, secrets_);
+  pds_.assign(1, true);
   conns_.init(cfg);
   msgs_.init(cfg.max_work_requests);
   recvs_.init(cfg.max_receives);
@@ -69,13 +70,48 @@ Engine::~Engine() = default;
 
 // ---- memory registration (region_table.hpp) -------------------------------------------------------
 
-Result Engine::reg_mr(void* addr, uint64_t length, uint32_t access, MemoryRegion* out, std::optional<uint64_t> iova) {
+Result Engine::reg_mr(void* addr, uint64_t length, uint32_t access, MemoryRegion* out, std::optional<uint64_t> iova,
+                      uint32_t pd) {
+  if (pd >= pds_.size() || !pds_[pd]) return Result::InvalidArgument;
   const uint64_t at = iova ? *iova : reinterpret_cast<uint64_t>(addr);
-  return as_event([&] { return regions_.reg(addr, length, access, at, out); });
+  return as_event([&] { return regions_.reg(addr, length, access, at, pd, out); });
 }
 
 Result Engine::dereg_mr(uint32_t lkey) {
   return as_event([&] { return regions_.dereg(lkey); });
+}
+
+// ---- protection domains [R-MEM-5] -------------------------------------------------------------------
+// A PD is a local handle, never on the wire: the lowest free ID is reused (a PD is freed only when no
+// region, connection or listener is in it, so nothing can confuse an old PD with its successor).
+
+Result Engine::alloc_pd(uint32_t* pd) {
+  if (!pd) return Result::InvalidArgument;
+  uint32_t id = 1;
+  while (id < pds_.size() && pds_[id]) ++id;
+  if (id == pds_.size()) pds_.push_back(false);
+  pds_[id] = true;
+  *pd = id;
+  return Result::Ok;
+}
+
+Result Engine::dealloc_pd(uint32_t pd) {
+  if (pd == 0 || pd >= pds_.size() || !pds_[pd]) return Result::InvalidArgument;
+  bool used = regions_.pd_in_use(pd) || listen_pd_ == pd;
+  for (uint32_t s = 0; s < conns_.capacity() && !used; ++s) {
+    const Conn& c = conns_[s];  // a closed or failed connection waiting to be recycled uses nothing
+    used = c.in_use && c.pd == pd && c.state != ConnState::Closed && c.state != ConnState::Failed;
+  }
+  if (used) return Result::Busy;
+  pds_[pd] = false;
+  return Result::Ok;
+}
+
+Result Engine::listen(bool on, uint32_t pd) {
+  if (pd >= pds_.size() || !pds_[pd]) return Result::InvalidArgument;
+  listening_ = on;
+  listen_pd_ = pd;
+  return Result::Ok;
 }
 
 // The checks of a post, in the model's order; *region: the buffer's region when Ok.
@@ -84,8 +120,8 @@ Result Engine::check_post(const Conn* cp, uint16_t stream, const Sge& buf, bool 
   if (!cp || cp->state != ConnState::Established || cp->closing.requested) return Result::NotConnected;
   if (stream >= cp->streams) return Result::InvalidStream;
   if (buf.length > kMaxMessage) return Result::MessageTooLong;
-  *region = regions_.local_buffer(buf, need_write);
-  if (!*region) return Result::LocalProtection;  // [R-MEM-4]
+  *region = regions_.local_buffer(buf, need_write, cp->pd);
+  if (!*region) return Result::LocalProtection;  // [R-MEM-4], [R-MEM-5]
   return Result::Ok;
 }
 

@@ -37,6 +37,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <vector>
 
 #include "codec/fast_codec.hpp"
 #include "core/hash_map.hpp"
@@ -78,10 +79,13 @@ class Engine {
   bool ok() const noexcept { return ok_; }
 
   // ---- the API (see mroce.hpp; device.cpp forwards here) ----
-  Result reg_mr(void* addr, uint64_t length, uint32_t access, MemoryRegion* out, std::optional<uint64_t> iova);
+  Result reg_mr(void* addr, uint64_t length, uint32_t access, MemoryRegion* out, std::optional<uint64_t> iova,
+                uint32_t pd);
   Result dereg_mr(uint32_t lkey);
-  Result connect(const Address& peer, uint32_t* conn, const ConnParams* offer);  // handshake.cpp
-  void listen(bool on) { listening_ = on; }
+  Result alloc_pd(uint32_t* pd);
+  Result dealloc_pd(uint32_t pd);
+  Result connect(const Address& peer, uint32_t* conn, const ConnParams* offer, uint32_t pd);  // handshake.cpp
+  Result listen(bool on, uint32_t pd);
   Result close(uint32_t conn, bool abort);  // liveness.cpp
   Result post(WcOpcode op, uint32_t conn, uint16_t stream, uint64_t wr_id, const Sge& local, uint64_t remote_va,
               uint32_t rkey, bool has_imm, uint32_t imm);                            // send_window.cpp
@@ -264,12 +268,14 @@ class Engine {
   const io::Clock& clock_;
   bool ok_ = false;
   bool listening_ = true;
+  uint32_t listen_pd_ = 0;  // the protection domain of accepted connections [R-MEM-5]
   uint64_t now_ = 0;
   uint64_t last_transmit_ = 0;  // time of the last transmission pass (the model refreshes every credit then)
   Counters counters_;
 
   Secrets secrets_;  // unpredictable ISNs and connection IDs [R-CONN-2]
   RegionTable regions_;
+  std::vector<bool> pds_;  // allocated protection domains by ID; 0, the default, always [R-MEM-5]
   ConnTable conns_;
   Pool<Msg> msgs_;
   Pool<Recv> recvs_;

@@ -96,14 +96,15 @@ bool Engine::setup_paths(Conn& c) noexcept {
 
 // ---- initiator ------------------------------------------------------------------------------------
 
-Result Engine::connect(const Address& peer, uint32_t* conn, const ConnParams* offer) {
+Result Engine::connect(const Address& peer, uint32_t* conn, const ConnParams* offer, uint32_t pd) {
   const ConnParams o = offer ? *offer : cfg_.offer;
-  if (!valid_offer(o)) return Result::InvalidArgument;
+  if (!valid_offer(o) || pd >= pds_.size() || !pds_[pd]) return Result::InvalidArgument;
   return as_event([&] {
     const uint32_t s = alloc_conn(peer, true);
     if (s == kNone) return Result::NoResources;
     Conn& c = conns_[s];
     c.hs.offer = o;
+    c.pd = pd;  // [R-MEM-5]
     // Until ACCEPT arrives, path 0 exists only to give CONNECT its route.
     c.hs.route0 = default_route(c.id, 0, 0);
     c.state = ConnState::Connecting;
@@ -210,6 +211,7 @@ void Engine::on_connect(const View& v) noexcept {
   Conn& c = conns_[s];
   c.peer_id = scid;
   c.peer_isn = v.isn();
+  c.pd = listen_pd_;  // [R-MEM-5]
   // [R-CONN-3] each negotiated value is the minimum of the two offers
   c.paths = std::min(v.path_count(), cfg_.offer.paths);
   c.streams = std::min(v.stream_count(), cfg_.offer.streams);

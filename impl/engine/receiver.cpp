@@ -331,9 +331,10 @@ void Engine::on_data(Conn& c, uint16_t p, const View& v) noexcept {
       // (2) RemoteAccess [R-MEM-3]: the whole message inside a region with the right
       if (!vd.nak && (op == fast::Opcode::Write || op == fast::Opcode::WriteImm || op == fast::Opcode::ReadReq)) {
         const uint32_t need = op == fast::Opcode::ReadReq ? access::kRemoteRead : access::kRemoteWrite;
-        const Region* reg = regions_.by_rkey(v.rkey());
+        const Region* reg = regions_.by_rkey(v.rkey(), c.pd);  // [R-MEM-5]: a region of the connection's PD
         if (!reg || !(reg->access & need) || !reg->contains(v.remote_va(), v.msg_length())) {
           vd.nak = uint8_t(fast::NakCode::RemoteAccess);
+          ++counters_.remote_access_naks;
         } else {
           vd.region = reg;
           vd.region_index = regions_.slot(*reg);

@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <string>
+#include <vector>
 
 #include "lockstep/engine_endpoint.hpp"
 #include "netsim/checks.hpp"
@@ -40,13 +42,13 @@ uint64_t seeds() {
   return e ? std::strtoull(e, nullptr, 10) : 12;
 }
 
-std::string first_difference(const RunResult& m, const RunResult& e) {
-  const size_t n = std::min(m.lines.size(), e.lines.size());
+// Keys compared by the registration they name (with_keys_numbered, [R-MEM-1]).
+std::string first_difference(const RunResult& model_run, const RunResult& engine_run) {
+  const std::vector<std::string> m = with_keys_numbered(model_run.lines), e = with_keys_numbered(engine_run.lines);
+  const size_t n = std::min(m.size(), e.size());
   for (size_t i = 0; i < n; ++i)
-    if (m.lines[i] != e.lines[i])
-      return "line " + std::to_string(i) + "\n  model:  " + m.lines[i] + "\n  engine: " + e.lines[i];
-  if (m.lines.size() != e.lines.size())
-    return "length: model " + std::to_string(m.lines.size()) + ", engine " + std::to_string(e.lines.size());
+    if (m[i] != e[i]) return "line " + std::to_string(i) + "\n  model:  " + m[i] + "\n  engine: " + e[i];
+  if (m.size() != e.size()) return "length: model " + std::to_string(m.size()) + ", engine " + std::to_string(e.size());
   return "";
 }
 

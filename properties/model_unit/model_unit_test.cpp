@@ -246,5 +246,62 @@ TEST(ModelSecurity, R_MEM_2_DeregisteredKeyRefused) {
   EXPECT_EQ(net.completions[0][0].status, Status::RemoteAccess);
 }
 
+// [R-MEM-1]: the keys are the implementation's; the model registers with the keys it is given
+// and refuses a key of 0 or one that names a valid region already.
+TEST(ModelSecurity, R_MEM_1_TheModelTakesTheImplementationsKeys) {
+  Pair net;
+  net.setup();
+  RegisterMemory given{0x200000, 4096, access::kRemoteWrite | access::kLocalWrite};
+  given.lkey = 0x9e3779b9u;
+  given.rkey = 0x7f4a7c15u;
+  net.handle(1, given);
+  ASSERT_EQ(net.keys[1].size(), 2u);
+  EXPECT_EQ(net.keys[1][1].lkey, 0x9e3779b9u);
+  EXPECT_EQ(net.keys[1][1].rkey, 0x7f4a7c15u);
+  for (auto [lkey, rkey] :
+       {std::pair{0x1u, 0x7f4a7c15u}, std::pair{0x9e3779b9u, 0x2u}, std::pair{0u, 3u}, std::pair{4u, 0u}}) {
+    RegisterMemory bad{0x300000, 64, access::kLocalWrite};
+    bad.lkey = lkey;
+    bad.rkey = rkey;
+    net.handle(1, bad);
+  }
+  EXPECT_EQ(net.keys[1].size(), 2u);
+  EXPECT_EQ(net.rejected[1].size(), 4u);
+  // The given rkey is the region's: a Write with it lands.
+  net.fill(0, 0x10000, 100, 5);
+  net.handle(0, PostWrite{net.conn[0], 0, 1, 0x10000, 100, net.keys[0][0].lkey, 0x200000, 0x7f4a7c15u, std::nullopt});
+  net.run(net.now() + 5000, [&] { return !net.completions[0].empty(); });
+  ASSERT_EQ(net.completions[0].size(), 1u);
+  EXPECT_EQ(net.completions[0][0].status, Status::Success);
+  EXPECT_EQ(net.mem(1, 0x200000, 100), net.mem(0, 0x10000, 100));
+}
+
+// [R-MEM-5]: a region serves only the connections of its protection domain: a Write naming a
+// region of another PD gets RemoteAccess (counted), and a post naming one is refused.
+TEST(ModelSecurity, R_MEM_5_ARegionOfAnotherProtectionDomainIsRefused) {
+  Config b = Pair::config_for(1);
+  b.listen_pd = 7;  // B's accepted connections are in PD 7
+  Pair net(Pair::config_for(0), b);
+  net.handle(0, RegisterMemory{0x10000, 4096, access::kLocalWrite | access::kRemoteWrite});
+  net.handle(1, RegisterMemory{0x10000, 4096, access::kLocalWrite | access::kRemoteWrite});  // PD 0
+  net.handle(1, RegisterMemory{0x20000, 4096, access::kLocalWrite | access::kRemoteWrite, 7});
+  net.handle(0, Connect{net.b().config().self});
+  net.run(net.now() + 1000, [&] { return net.conn[0] != 0 && net.conn[1] != 0; });
+  ASSERT_EQ(net.keys[1].size(), 2u);
+  net.fill(0, 0x10000, 64, 9);
+  const uint32_t lkey = net.keys[0][0].lkey;
+  net.handle(0, PostWrite{net.conn[0], 0, 1, 0x10000, 64, lkey, 0x10000, net.keys[1][0].rkey, std::nullopt});
+  net.handle(0, PostWrite{net.conn[0], 0, 2, 0x10000, 64, lkey, 0x20000, net.keys[1][1].rkey, std::nullopt});
+  net.run(net.now() + 5000, [&] { return net.completions[0].size() == 2; });
+  ASSERT_EQ(net.completions[0].size(), 2u);
+  EXPECT_EQ(net.completions[0][0].status, Status::RemoteAccess);  // PD 0 region, PD 7 connection
+  EXPECT_EQ(net.completions[0][1].status, Status::Success);
+  EXPECT_EQ(net.b().counters().remote_access_naks, 1u);
+  EXPECT_EQ(net.mem(1, 0x10000, 64), std::vector<uint8_t>(64, 0));
+  // Locally too: B's PD 7 connection cannot post from its PD 0 region.
+  net.handle(1, PostSend{net.conn[1], 0, 3, 0x10000, 8, net.keys[1][0].lkey});
+  ASSERT_EQ(net.rejected[1].size(), 1u);
+}
+
 }  // namespace
 }  // namespace mroce::model::testing

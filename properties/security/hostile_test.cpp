@@ -85,6 +85,34 @@ class Hostile : public ::testing::Test {
     return f;
   }
   uint64_t iova(int reg) const { return w_->mr[w_->victim][reg].iova; }
+  // A forged WRITE of `len` bytes at `va` with any key.
+  fast::Fields forged_write(uint64_t va, uint32_t rkey, uint32_t len) {
+    fast::Fields f = data(Opcode::Write, any_path());
+    f.rkey = rkey;
+    f.remote_va = va;
+    f.msg_length = len;
+    f.msg_offset = 0;
+    return f;
+  }
+  // `n` more regions of the victim in protection domain `pd`, outside the world's arena: zeroed
+  // buffers of kExtraBytes with LocalWrite and RemoteWrite.
+  static constexpr uint32_t kExtraBytes = 4096;
+  std::vector<MemoryRegion> extra_regions(int n, uint32_t pd = 0) {
+    std::vector<MemoryRegion> out;
+    for (int k = 0; k < n; ++k) {
+      extra_.push_back(std::make_unique<uint8_t[]>(kExtraBytes));
+      std::fill_n(extra_.back().get(), kExtraBytes, uint8_t(0));
+      MemoryRegion mr;
+      EXPECT_EQ(w_->vdev().reg_mr(extra_.back().get(), kExtraBytes, kLW | kRW, &mr, 0x40000000ull + k * 0x10000ull, pd),
+                mroce::Result::Ok);
+      out.push_back(mr);
+    }
+    return out;
+  }
+  bool untouched(const MemoryRegion& mr) const {
+    const uint8_t* host = w_->vdev().resolve(mr.iova, kExtraBytes);
+    return host && std::all_of(host, host + kExtraBytes, [](uint8_t b) { return b == 0; });
+  }
   uint64_t size(int reg) const { return kLayout[size_t(reg)].size; }
 
   // Injects without running the pair: counters and NAKs can be read as this frame left them.
@@ -153,6 +181,7 @@ class Hostile : public ::testing::Test {
   std::unique_ptr<World> w_;
   std::vector<World::Seen> replies_;
   uint32_t payload_ = 0;
+  std::vector<std::unique_ptr<uint8_t[]>> extra_;
 };
 
 // ---- placement [R-MEM-3], [R-SEC-6] --------------------------------------------------------------
@@ -828,17 +857,23 @@ TEST_F(Hostile, ReadRequestFloodCannotExhaustTheWorkRequestPool) {
             mroce::Result::Ok);
 }
 
-// Once fixed: reg_mr / dereg_mr cycles are unbounded while few regions are live. Today reg_mr
-// returns NoResources after max_regions registrations over the device's life.
-TEST_F(Hostile, DISABLED_Known_RegionChurnIsUnbounded) {
+// [R-MEM-2] reg_mr / dereg_mr cycles are unbounded while few regions are live: a deregistered slot
+// is reused, each time with a new generation, so no cycle's keys repeat an earlier cycle's.
+TEST_F(Hostile, R_MEM_2_RegionChurnIsUnbounded) {
   start();
   const uint32_t cycles = w().vdev().config().max_regions + 100;
   std::vector<uint8_t> buf(4096);
+  std::set<uint32_t> lkeys, rkeys;
   for (uint32_t i = 0; i < cycles; ++i) {
     MemoryRegion mr;
     ASSERT_EQ(w().vdev().reg_mr(buf.data(), buf.size(), kLW, &mr), mroce::Result::Ok) << "cycle " << i;
+    lkeys.insert(mr.lkey);
+    rkeys.insert(mr.rkey);
     ASSERT_EQ(w().vdev().dereg_mr(mr.lkey), mroce::Result::Ok);
   }
+  EXPECT_EQ(lkeys.size(), cycles);
+  EXPECT_EQ(rkeys.size(), cycles);
+  expect_legit_success();
 }
 
 // [R-SEC-12]: under a CONNECT flood from one host a legitimate CONNECT from another still succeeds
@@ -864,6 +899,132 @@ TEST_F(Hostile, ConnectFloodDoesNotLockOutALegitimateConnect) {
   EXPECT_EQ(w().dev(w().other).connection_state(theirs), ConnState::Established);
   EXPECT_LT(w().pair.now() - before, Time(100)) << "promptly: one round trip, no CONNECT retry";
   expect_legit_success();
+}
+
+// ---- keys [R-MEM-1], [R-MEM-2] and protection domains [R-MEM-5] -----------------------------------
+
+// [R-MEM-1] keys are unpredictable: from every rkey but one, the peer cannot derive the missing one.
+// Its guesses (neighbours, the steps between seen keys carried on, the old computable scheme) are
+// refused and the region's bytes stay as they were; its real key, as a canary, lands.
+TEST_F(Hostile, R_MEM_1_NoKeyFollowsFromTheKeysThePeerHasSeen) {
+  start();
+  constexpr int n = 48;  // of the world's max_regions = 64
+  const std::vector<MemoryRegion> mr = extra_regions(n);
+  std::set<uint32_t> rkeys;
+  for (int r = 0; r < kRegions; ++r) rkeys.insert(w().rkey(r));
+  std::set<uint32_t> steps, xors;
+  for (int k = 0; k < n; ++k) {
+    EXPECT_NE(mr[size_t(k)].lkey, 0u);
+    EXPECT_NE(mr[size_t(k)].rkey, 0u);
+    rkeys.insert(mr[size_t(k)].rkey);
+    if (k) {
+      steps.insert(mr[size_t(k)].rkey - mr[size_t(k - 1)].rkey);
+      xors.insert(mr[size_t(k)].rkey ^ mr[size_t(k - 1)].rkey);
+    }
+  }
+  EXPECT_EQ(rkeys.size(), size_t(n + kRegions)) << "every rkey distinct";
+  // Not an affine function of the registration order: the steps between neighbours all differ.
+  EXPECT_GT(steps.size(), size_t(n - 4));
+  EXPECT_GT(xors.size(), size_t(n - 4));
+
+  const size_t t = n / 2;  // the target: the peer knows every rkey but this one
+  const auto rk = [&](size_t k) { return mr[k].rkey; };
+  std::vector<uint32_t> guesses = {rk(t - 1) + (rk(t - 1) - rk(t - 2)),
+                                   rk(t + 1) - (rk(t + 2) - rk(t + 1)),
+                                   rk(t - 1) + 1,
+                                   rk(t + 1) - 1,
+                                   rk(t - 1) + 0x100,
+                                   rk(t + 1) - 0x100,
+                                   rk(t - 1) ^ (rk(t - 2) ^ rk(t - 1)) ^ (rk(t - 3) ^ rk(t - 2)),
+                                   mr[t].lkey};
+  for (uint32_t i = 0; i < kRegions + n + 2; ++i) guesses.push_back(((i + 1) << 8) | ((i * 97 + 13) & 0xFF));
+  const uint32_t len = 1 + rand(kExtraBytes);
+  for (uint32_t g : guesses) {
+    ASSERT_NE(g, rk(t)) << "a guess found the key";
+    const uint64_t refused = vc().remote_access_naks;
+    expect_refused(forged_write(mr[t].iova, g, len), NakCode::RemoteAccess, len);
+    EXPECT_EQ(vc().remote_access_naks, refused + 1);
+  }
+  EXPECT_TRUE(untouched(mr[t]));
+  const uint64_t placed = vc().placed_bytes;
+  inject_now(forged_write(mr[t].iova, rk(t), len), len, 0x5A);
+  EXPECT_EQ(vc().placed_bytes, placed + len) << "canary: the real key";
+  EXPECT_FALSE(untouched(mr[t]));
+  expect_legit_success();
+}
+
+// [R-MEM-2] a deregistered region's keys are not honoured once its slot holds a new region: the
+// stale keys of earlier registrations at the same place are refused, remotely and locally.
+TEST_F(Hostile, R_MEM_2_AStaleKeyOfAReusedSlotDoesNotMatch) {
+  start();
+  std::vector<MemoryRegion> stale;
+  for (int i = 0; i < 16; ++i) {
+    stale.push_back(extra_regions(1)[0]);
+    ASSERT_EQ(w().vdev().dereg_mr(stale.back().lkey), mroce::Result::Ok);
+  }
+  const MemoryRegion live = extra_regions(1)[0];
+  ASSERT_EQ(live.iova, stale[0].iova);
+  const uint32_t len = 1 + rand(kExtraBytes);
+  for (const MemoryRegion& old : stale) {
+    EXPECT_NE(old.rkey, live.rkey);
+    EXPECT_NE(old.lkey, live.lkey);
+    expect_refused(forged_write(live.iova, old.rkey, len), NakCode::RemoteAccess, len);
+    EXPECT_EQ(w().vdev().dereg_mr(old.lkey), mroce::Result::UnknownKey);
+    EXPECT_EQ(w().vdev().post_send(w().vconn(), 0, 77, Sge{live.iova, 8, old.lkey}), mroce::Result::LocalProtection);
+  }
+  EXPECT_TRUE(untouched(live));
+  const uint64_t placed = vc().placed_bytes;
+  inject_now(forged_write(live.iova, live.rkey, len), len, 0x22);
+  EXPECT_EQ(vc().placed_bytes, placed + len) << "canary: the live key";
+  expect_legit_success();
+}
+
+// [R-MEM-5] a region serves only the connections of its protection domain. The world's connection
+// is in PD 0: its peer's Write with the valid rkey of a region in PD A is refused (RemoteAccess,
+// counted, bytes unchanged), and the victim cannot post from it there. A connection accepted in PD
+// A may use the region and not the PD 0 ones. A PD in use cannot be deallocated.
+TEST_F(Hostile, R_MEM_5_ARegionServesOnlyTheConnectionsOfItsProtectionDomain) {
+  start(-1, 0);
+  Device& v = w().vdev();
+  uint32_t pd = 0;
+  ASSERT_EQ(v.alloc_pd(&pd), mroce::Result::Ok);
+  ASSERT_NE(pd, 0u);
+  MemoryRegion none;
+  std::vector<uint8_t> buf(64);
+  EXPECT_EQ(v.reg_mr(buf.data(), buf.size(), kLW, &none, std::nullopt, pd + 1), mroce::Result::InvalidArgument);
+  const MemoryRegion a = extra_regions(1, pd)[0];
+  const uint32_t len = 1 + rand(kExtraBytes);
+  const uint64_t refused = vc().remote_access_naks;
+  expect_refused(forged_write(a.iova, a.rkey, len), NakCode::RemoteAccess, len);
+  EXPECT_EQ(vc().remote_access_naks, refused + 1);
+  EXPECT_TRUE(untouched(a));
+  EXPECT_EQ(v.post_send(w().vconn(), 0, 77, Sge{a.iova, 8, a.lkey}), mroce::Result::LocalProtection);
+
+  ASSERT_EQ(v.listen(true, pd), mroce::Result::Ok);
+  EXPECT_EQ(v.dealloc_pd(pd), mroce::Result::Busy);
+  const auto [mine, theirs] = second_connection(w());
+  ASSERT_NE(mine, 0u);
+  auto on_mine = [&, mine = mine, theirs = theirs](fast::Fields f, uint32_t k) {
+    f.dcid = mine;
+    f.path_id = 0;
+    f.psn = w().dev(w().other).path_info(theirs, 0)->snxt + 100 + k;
+    return f;
+  };
+  const uint64_t placed = vc().placed_bytes;
+  inject_now(on_mine(forged_write(a.iova, a.rkey, len), 0), len, 0x33);
+  EXPECT_EQ(vc().placed_bytes, placed + len) << "PD A's connection may write PD A's region";
+  EXPECT_FALSE(untouched(a));
+  expect_refused(on_mine(forged_write(iova(kRw) + 26000, w().rkey(kRw), 64), 1), NakCode::RemoteAccess, 64);
+
+  ASSERT_EQ(v.listen(true), mroce::Result::Ok);
+  EXPECT_EQ(v.dealloc_pd(pd), mroce::Result::Busy) << "a region and a connection in it";
+  ASSERT_EQ(v.dereg_mr(a.lkey), mroce::Result::Ok);
+  EXPECT_EQ(v.dealloc_pd(pd), mroce::Result::Busy) << "a connection in it";
+  ASSERT_EQ(v.close(mine, true), mroce::Result::Ok);
+  w().advance(1000);
+  EXPECT_EQ(v.dealloc_pd(pd), mroce::Result::Ok);
+  EXPECT_EQ(v.dealloc_pd(pd), mroce::Result::InvalidArgument);
+  EXPECT_EQ(v.dealloc_pd(0), mroce::Result::InvalidArgument) << "PD 0 always exists";
 }
 
 }  // namespace

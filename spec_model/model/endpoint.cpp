@@ -317,6 +317,7 @@ static void on_connect(EndpointState& s, const ref::Packet& p) {
     Connection& c = new_connection(s, from, false);
     c.peer_id = p.scid;
     c.peer_isn = p.isn;
+    c.pd = s.cfg.listen_pd;  // [R-MEM-5]
     // [R-CONN-3] each negotiated value is the minimum of the two offers
     c.paths = std::min(p.path_count, s.cfg.path_count);
     c.streams = std::min(p.stream_count, s.cfg.stream_count);
@@ -432,10 +433,11 @@ static void on_frame(EndpointState& s, const std::vector<uint8_t>& frame) {
     }
 }
 
-// [R-MEM-4]: local buffers must lie in registered regions with the right access.
-static bool local_ok(EndpointState& s, uint32_t lkey, uint64_t va, uint64_t len, bool need_write) {
+// [R-MEM-4], [R-MEM-5]: local buffers must lie in registered regions of the connection's protection
+// domain with the right access.
+static bool local_ok(EndpointState& s, const Connection& c, uint32_t lkey, uint64_t va, uint64_t len, bool need_write) {
     Region* r = s.memory.by_lkey(lkey);
-    if (!r || !r->contains(va, len)) return false;
+    if (!r || r->pd != c.pd || !r->contains(va, len)) return false;
     return !need_write || (r->access & access::kLocalWrite);
 }
 
@@ -491,8 +493,16 @@ std::vector<Action> Endpoint::handle(Time now, const Event& event) {
                        r.va = e.va;
                        r.length = e.length;
                        r.access = e.access;
-                       r.lkey = 0x1000u + i;
-                       r.rkey = ((i + 1u) << 8) | ((i * 97u + 13u) & 0xFFu);  // [R-MEM-1] generation mixed in
+                       r.pd = e.pd;
+                       // [R-MEM-1] the implementation's keys when given; else the model's own,
+                       // distinct from every earlier one (the model is an oracle, it has no secret).
+                       r.lkey = e.lkey ? *e.lkey : 0x1000u + i;
+                       r.rkey = e.rkey ? *e.rkey : ((i + 1u) << 8) | ((i * 97u + 13u) & 0xFFu);
+                       // Keys name one valid region each, and 0 names none.
+                       if (r.lkey == 0 || r.rkey == 0 || s.memory.by_lkey(r.lkey) || s.memory.by_rkey(r.rkey)) {
+                           s.emit(PostRejected{0, "memory key zero or in use"});
+                           return;
+                       }
                        r.bytes.assign(e.length, 0);
                        s.memory.regions.push_back(std::move(r));
                        s.emit(MemoryRegistered{s.memory.regions.back().lkey, s.memory.regions.back().rkey});
@@ -510,6 +520,7 @@ std::vector<Action> Endpoint::handle(Time now, const Event& event) {
                    },
                    [&](const Connect& e) {
                        Connection& c = new_connection(s, e.peer, true);
+                       c.pd = e.pd;  // [R-MEM-5]
                        // Until ACCEPT arrives, path 0 exists only to give CONNECT its route.
                        c.tx.assign(1, PathTx{});
                        c.tx[0].route = s.choices->fresh_route(c.id, 0, 0);
@@ -520,7 +531,7 @@ std::vector<Action> Endpoint::handle(Time now, const Event& event) {
                    [&](const PostSend& e) {
                        Connection* c = postable(s, e.conn, e.stream, e.wr_id, e.length);
                        if (!c) return;
-                       if (!local_ok(s, e.lkey, e.va, e.length, false)) {
+                       if (!local_ok(s, *c, e.lkey, e.va, e.length, false)) {
                            s.emit(PostRejected{e.wr_id, "send buffer not in the region of lkey"});
                            return;
                        }
@@ -535,7 +546,7 @@ std::vector<Action> Endpoint::handle(Time now, const Event& event) {
                    [&](const PostWrite& e) {
                        Connection* c = postable(s, e.conn, e.stream, e.wr_id, e.length);
                        if (!c) return;
-                       if (!local_ok(s, e.lkey, e.va, e.length, false)) {
+                       if (!local_ok(s, *c, e.lkey, e.va, e.length, false)) {
                            s.emit(PostRejected{e.wr_id, "write source not in the region of lkey"});
                            return;
                        }
@@ -553,7 +564,7 @@ std::vector<Action> Endpoint::handle(Time now, const Event& event) {
                    [&](const PostRead& e) {
                        Connection* c = postable(s, e.conn, e.stream, e.wr_id, e.length);
                        if (!c) return;
-                       if (!local_ok(s, e.lkey, e.va, e.length, true)) {
+                       if (!local_ok(s, *c, e.lkey, e.va, e.length, true)) {
                            s.emit(PostRejected{e.wr_id, "read sink not writable in the region of lkey"});
                            return;
                        }
@@ -570,7 +581,7 @@ std::vector<Action> Endpoint::handle(Time now, const Event& event) {
                    [&](const PostRecv& e) {
                        Connection* c = postable(s, e.conn, e.stream, e.wr_id, e.length);
                        if (!c) return;
-                       if (!local_ok(s, e.lkey, e.va, e.length, true)) {
+                       if (!local_ok(s, *c, e.lkey, e.va, e.length, true)) {
                            s.emit(PostRejected{e.wr_id, "receive buffer not writable in the region of lkey"});
                            return;
                        }

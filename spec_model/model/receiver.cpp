@@ -126,8 +126,10 @@ Verdict check_content(EndpointState& s, Connection& c, const ref::Packet& p) {
     if (p.opcode == ref::Opcode::Write || p.opcode == ref::Opcode::WriteImm || p.opcode == ref::Opcode::ReadReq) {
         const uint32_t need = p.opcode == ref::Opcode::ReadReq ? access::kRemoteRead : access::kRemoteWrite;
         Region* r = s.memory.by_rkey(p.rkey);
-        if (!r || !(r->access & need) || !r->contains(p.remote_va, p.msg_length)) {
+        // [R-MEM-5] a region of another protection domain is refused as if the key named none
+        if (!r || r->pd != c.pd || !(r->access & need) || !r->contains(p.remote_va, p.msg_length)) {
             v.nak = ref::NakCode::RemoteAccess;
+            ++s.counters.remote_access_naks;
             return v;
         }
         v.region = r;

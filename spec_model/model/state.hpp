@@ -24,6 +24,7 @@ struct Region {
     uint32_t access = 0;
     uint32_t lkey = 0;
     uint32_t rkey = 0;
+    uint32_t pd = 0;  // protection domain [R-MEM-5]
     bool valid = true;
     std::vector<uint8_t> bytes;
     // [va, va + len) inside this region, computed without overflow.
@@ -198,6 +199,7 @@ struct Connection {
     ConnState state = ConnState::Connecting;
     uint16_t paths = 0, streams = 0, max_payload = 0, window_cap = 0;
     uint32_t local_isn = 0, peer_isn = 0;
+    uint32_t pd = 0;  // protection domain: the regions its posts and its peer may use [R-MEM-5]
 
     std::vector<PathTx> tx;
     std::vector<PathRx> rx;

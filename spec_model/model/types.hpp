@@ -58,6 +58,7 @@ struct Config {
     uint8_t dscp_control = 48;
     uint32_t capacity_mbps = 100000;  // [R-FS-1]
     bool listening = true;            // accept CONNECTs (REJECT reason 1 otherwise)
+    uint32_t listen_pd = 0;           // protection domain of accepted connections [R-MEM-5]
     uint32_t first_conn_id = 1;       // SCIDs are allocated upwards from here (deterministic)
     uint32_t isn = 0;                 // ISN of every connection of this endpoint [R-CONN-2]
     // Offers [R-HDR-26], negotiated by minimum [R-CONN-3].
@@ -94,6 +95,10 @@ struct RegisterMemory {  // -> MemoryRegistered
     uint64_t va = 0;
     uint64_t length = 0;
     uint32_t access = 0;
+    uint32_t pd = 0;  // protection domain [R-MEM-5]
+    // The keys are the implementation's choice [R-MEM-1]: a driver in step with an
+    // implementation passes the keys it issued. Without them the model makes its own.
+    std::optional<uint32_t> lkey{}, rkey{};
 };
 struct DeregisterMemory {
     uint32_t lkey = 0;
@@ -104,6 +109,7 @@ struct WriteMemory {  // the application writes its own (registered) memory
 };
 struct Connect {  // -> ConnectionUp or ConnectionDown
     Address peer;
+    uint32_t pd = 0;  // protection domain of the connection [R-MEM-5]
 };
 struct PostSend {
     uint32_t conn = 0;
@@ -229,10 +235,11 @@ struct Counters {
     uint64_t placed_bytes = 0;
     uint64_t ce_marks_seen = 0;
     uint64_t cwnd_decreases = 0;
-    uint64_t invalid_acks = 0;      // ACKs/NAKs whose CPSN/PSN was never sent [R-ACK-10]
-    uint64_t sack_beyond_snxt = 0;  // ACKs with SACK bits for unsent PSNs, ignored [R-ACK-10]
-    uint64_t foreign_source = 0;    // packets of a connection from another address [R-SEC-10]
-    uint64_t bad_accepts = 0;       // ACCEPTs above this end's offer [R-CONN-3]
+    uint64_t invalid_acks = 0;        // ACKs/NAKs whose CPSN/PSN was never sent [R-ACK-10]
+    uint64_t sack_beyond_snxt = 0;    // ACKs with SACK bits for unsent PSNs, ignored [R-ACK-10]
+    uint64_t foreign_source = 0;      // packets of a connection from another address [R-SEC-10]
+    uint64_t bad_accepts = 0;         // ACCEPTs above this end's offer [R-CONN-3]
+    uint64_t remote_access_naks = 0;  // requests refused with RemoteAccess: key, PD, bounds, right [R-MEM-3]
 };
 
 }  // namespace mroce::model

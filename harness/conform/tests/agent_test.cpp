@@ -252,24 +252,31 @@ TEST(AgentServer, MemoryRequestsAndReset) {
     AgentClient c(std::make_unique<ServerLink>(b.server), "mem");
     EXPECT_EQ(c.hello(), agent::kVersion);
     const Region r = c.reg_mr(10000, 7);
-    EXPECT_EQ(r.handle, 0x1000u);  // our engine: lkey = 0x1000 + n
+    // Handles are the engine's lkeys: opaque and unpredictable [R-MEM-1], never 0.
+    EXPECT_NE(r.handle, 0u);
+    const std::string h = "handle=" + std::to_string(r.handle);
     EXPECT_EQ(r.length, 10000u);
     EXPECT_EQ(r.va % 4096, 0u) << "page aligned";
     EXPECT_EQ(c.read_mem(r.handle, 0, 16), std::vector<uint8_t>(16, 0)) << "zeroed";
     std::vector<uint8_t> bytes(300000);  // more than one request's worth
     for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = uint8_t(i * 7);
     const Region big = c.reg_mr(bytes.size() + 8, 1);
+    EXPECT_NE(big.handle, r.handle);
+    EXPECT_NE(big.rkey, r.rkey);
     c.write_mem(big.handle, 8, bytes);
     EXPECT_EQ(c.read_mem(big.handle, 8, bytes.size()), bytes);
-    EXPECT_EQ(code_of(b.ask("read_mem handle=4096 offset=9999 length=2")), "bounds");
-    EXPECT_EQ(code_of(b.ask("write_mem handle=4096 offset=10000 data=00")), "bounds");
-    EXPECT_EQ(b.ask("write_mem handle=4096 offset=10000 data="), "ok\n");
+    EXPECT_EQ(code_of(b.ask("read_mem " + h + " offset=9999 length=2")), "bounds");
+    EXPECT_EQ(code_of(b.ask("write_mem " + h + " offset=10000 data=00")), "bounds");
+    EXPECT_EQ(b.ask("write_mem " + h + " offset=10000 data="), "ok\n");
     c.dereg_mr(r.handle);
-    EXPECT_EQ(code_of(b.ask("dereg_mr handle=4096")), "failed") << "the engine refuses a second dereg";
+    EXPECT_EQ(code_of(b.ask("dereg_mr " + h)), "failed") << "the engine refuses a second dereg";
     EXPECT_EQ(c.read_mem(r.handle, 0, 4), std::vector<uint8_t>(4, 0)) << "memory kept until reset";
     c.reset();
-    EXPECT_EQ(code_of(b.ask("read_mem handle=4096 offset=0 length=1")), "no_region");
-    EXPECT_EQ(c.reg_mr(64, 7).handle, 0x1000u) << "a fresh device after reset";
+    EXPECT_EQ(code_of(b.ask("read_mem " + h + " offset=0 length=1")), "no_region");
+    const Region fresh = c.reg_mr(64, 7);  // a fresh device after reset: registration works again
+    const std::vector<uint8_t> three{1, 2, 3};
+    c.write_mem(fresh.handle, 0, three);
+    EXPECT_EQ(c.read_mem(fresh.handle, 0, 3), three);
     EXPECT_EQ(b.server.stats().resets, 1u);
 }
 

@@ -46,7 +46,12 @@ public:
     Device& device() { return *dev_; }
 
 private:
+    // Allocates the engine's protection domains up to `pd` (the model's PDs are plain numbers; the
+    // engine gives 1, 2, ... in order) [R-MEM-5].
+    void ensure_pd(uint32_t pd);
+
     model::Config cfg_;
+    uint32_t pds_ = 0;  // the highest PD allocated
     io::ManualClock clock_;
     io::CaptureIo io_;
     std::unique_ptr<Device> dev_;

@@ -70,13 +70,20 @@ public:
         : model_(c), engine_(c, sh->opt.canary), sh_(std::move(sh)), side_(side), port_(c.udp_port) {}
 
     std::vector<model::Action> handle(model::Time now, const model::Event& e) override {
-        std::vector<model::Action> m = model_.handle(now, e);
-        if (sh_->div) return m;  // diverged: the run goes on with the model alone
+        if (sh_->div) return model_.handle(now, e);  // diverged: the run goes on with the model alone
         last_ = now;
         ++steps_;
         ++sh_->stats.steps;
-        if (auto* r = std::get_if<model::RegisterMemory>(&e)) regions_.push_back({r->va, r->length});
-        const std::vector<model::Action> g = engine_.handle(now, e);
+        std::vector<model::Action> m, g;
+        if (auto* r = std::get_if<model::RegisterMemory>(&e)) {
+            // [R-MEM-1] the keys are the engine's choice: the model registers with them.
+            regions_.push_back({r->va, r->length});
+            g = engine_.handle(now, e);
+            m = model_.handle(now, with_keys_of(*r, g));
+        } else {
+            m = model_.handle(now, e);
+            g = engine_.handle(now, e);
+        }
         compare(now, e, m, g);
         if (sh_->div && sh_->opt.stop_at_divergence) {
             aborted_ = true;
@@ -103,6 +110,15 @@ public:
     std::optional<model::Time> next_deadline() const override { return model_.next_deadline(); }
 
 private:
+    static model::RegisterMemory with_keys_of(model::RegisterMemory r, const std::vector<model::Action>& engine) {
+        for (const model::Action& a : engine)
+            if (auto* k = std::get_if<model::MemoryRegistered>(&a)) {
+                r.lkey = k->lkey;
+                r.rkey = k->rkey;
+            }
+        return r;
+    }
+
     void diverge(model::Time now, const model::Event& e, std::string what, std::string exp, std::string got) {
         if (sh_->div) return;
         Divergence d;

@@ -65,6 +65,11 @@ DeviceConfig engine_config_from(const model::Config& m) {
     d.listening = m.listening;
     d.first_conn_id = m.first_conn_id;
     d.isn = m.isn;
+    // Memory keys come from the device secret [R-MEM-1]: a secret derived from the address keeps the
+    // keys, and so every trace and every shrunk replay, the same from run to run.
+    uint64_t seed = 0x6d726f6365ull;
+    for (uint8_t b : m.self.ip) seed = seed * 131 + b;
+    d.random_seed = seed;
     d.offer = ConnParams{m.path_count, m.stream_count, m.max_payload, m.window_cap};
     d.ack_every = m.ack_every;
     d.ack_delay_us = m.ack_delay_us;
@@ -96,6 +101,12 @@ DeviceConfig engine_config_from(const model::Config& m) {
 EngineEndpoint::EngineEndpoint(const model::Config& config, Canary canary) : cfg_(config), io_(1024), canary_(canary) {
     dev_ = Device::open(engine_config_from(config), io_, clock_);
     mroce::testing::DeviceHooks::record_output_order(*dev_, true);
+    ensure_pd(config.listen_pd);
+    dev_->listen(config.listening, config.listen_pd);
+}
+
+void EngineEndpoint::ensure_pd(uint32_t pd) {
+    for (uint32_t got = 0; pds_ < pd && dev_->alloc_pd(&got) == Result::Ok;) pds_ = got;
 }
 
 std::vector<model::Action> EngineEndpoint::handle(model::Time now, const model::Event& event) {
@@ -111,7 +122,8 @@ std::vector<model::Action> EngineEndpoint::handle(model::Time now, const model::
                 auto buf = std::make_unique<uint8_t[]>(e.length ? e.length : 1);
                 std::fill(buf.get(), buf.get() + e.length, 0);
                 MemoryRegion mr;
-                if (dev_->reg_mr(buf.get(), e.length, e.access, &mr, e.va) == Result::Ok)
+                ensure_pd(e.pd);
+                if (dev_->reg_mr(buf.get(), e.length, e.access, &mr, e.va, e.pd) == Result::Ok)
                     out.push_back(model::MemoryRegistered{mr.lkey, mr.rkey});
                 buffers_.push_back(std::move(buf));
             } else if constexpr (std::is_same_v<T, model::DeregisterMemory>) {
@@ -124,7 +136,8 @@ std::vector<model::Action> EngineEndpoint::handle(model::Time now, const model::
                 mroce::testing::DeviceHooks::advance(*dev_);
             } else if constexpr (std::is_same_v<T, model::Connect>) {
                 uint32_t id = 0;
-                dev_->connect(engine_address(e.peer), &id);
+                ensure_pd(e.pd);
+                dev_->connect(engine_address(e.peer), &id, nullptr, e.pd);
             } else if constexpr (std::is_same_v<T, model::PostSend>) {
                 refused(dev_->post_send(e.conn, e.stream, e.wr_id, Sge{e.va, e.length, e.lkey}), e.wr_id,
                         model::WorkOp::Send);

@@ -4,10 +4,11 @@
 //
 //   ibverbs / rdma_cm                     mroce
 //   ----------------------------------    ------------------------------------------------------
-//   ibv_open_device + ibv_alloc_pd        Device::open(config, io, clock)
-//   ibv_reg_mr / ibv_reg_mr_iova          Device::reg_mr(addr, length, access, &mr, iova)
+//   ibv_open_device                       Device::open(config, io, clock)   (with PD 0, the default)
+//   ibv_alloc_pd / ibv_dealloc_pd         Device::alloc_pd(&pd) / Device::dealloc_pd(pd)
+//   ibv_reg_mr / ibv_reg_mr_iova          Device::reg_mr(addr, length, access, &mr, iova, pd)
 //   ibv_dereg_mr                          Device::dereg_mr(lkey)
-//   rdma_connect / rdma_listen            Device::connect(peer, &conn) / Device::listen(on)
+//   rdma_connect / rdma_listen            Device::connect(peer, &conn, offer, pd) / Device::listen(on, pd)
 //   rdma_get_cm_event                     Device::poll_events(events, n)   (Up / Down)
 //   ibv_post_send (SEND, RDMA_WRITE,      Device::post_send / post_write / post_write_imm /
 //     RDMA_WRITE_WITH_IMM, RDMA_READ)       post_read
@@ -85,6 +86,7 @@ enum class Result : int8_t {
   NoResources = -5,      // a preallocated pool (work requests, receives, connections, ...) is empty
   InvalidArgument = -6,
   UnknownKey = -7,  // dereg_mr of a key that names no region
+  Busy = -8,        // dealloc_pd of a protection domain that a region, connection or listen() still uses
 };
 const char* result_name(Result r) noexcept;
 
@@ -148,7 +150,7 @@ struct DeviceConfig {
   uint32_t max_work_requests = 65536;  // posted sends/writes/reads not yet completed, + read responses
   uint32_t max_receives = 65536;       // posted receives not yet completed
   uint32_t max_window_blocks = 1024;   // paths with outstanding PSNs at one time (8 KiB each)
-  uint32_t max_regions = 4096;         // memory registrations over the device's life
+  uint32_t max_regions = 4096;         // memory regions registered at one time (at most 2^24)
   uint32_t max_peers = 1024;           // distinct peer addresses
   uint32_t cq_size = 65536;            // completions waiting for poll_cq
   uint32_t event_queue_size = 4096;    // connection events waiting for poll_events
@@ -258,10 +260,11 @@ struct Counters {
   uint64_t placed_bytes = 0;
   uint64_t ce_marks_seen = 0;
   uint64_t cwnd_decreases = 0;
-  uint64_t invalid_acks = 0;      // ACKs/NAKs whose CPSN/PSN was never sent [R-ACK-10]
-  uint64_t sack_beyond_snxt = 0;  // ACKs with SACK bits for unsent PSNs, ignored [R-ACK-10]
-  uint64_t foreign_source = 0;    // packets of a connection from another address [R-SEC-10]
-  uint64_t bad_accepts = 0;       // ACCEPTs above this end's offer [R-CONN-3]
+  uint64_t invalid_acks = 0;        // ACKs/NAKs whose CPSN/PSN was never sent [R-ACK-10]
+  uint64_t sack_beyond_snxt = 0;    // ACKs with SACK bits for unsent PSNs, ignored [R-ACK-10]
+  uint64_t foreign_source = 0;      // packets of a connection from another address [R-SEC-10]
+  uint64_t bad_accepts = 0;         // ACCEPTs above this end's offer [R-CONN-3]
+  uint64_t remote_access_naks = 0;  // requests refused with RemoteAccess: key, PD, bounds, right [R-MEM-3]
   // Engine only: resource limits met on the data path.
   uint64_t tx_no_buffer = 0;        // frames not sent for lack of a tx buffer
   uint64_t window_block_waits = 0;  // a path could not start a window for lack of a block
@@ -304,18 +307,27 @@ class Device {
   Device& operator=(const Device&) = delete;
 
   // ---- memory [R-MEM-1..4] ----
-  // Registers [addr, addr + length) with the given access rights. Byte 0 has iova `iova` (the pointer
-  // value when not given). Keys are deterministic: lkey = 0x1000 + n, rkey = (n + 1) << 8 | (n*97+13)
-  // mod 256 for the n-th registration (an 8-bit generation mixed in, [R-MEM-1]).
+  // Registers [addr, addr + length) in protection domain `pd` with the given access rights. Byte 0 has
+  // iova `iova` (the pointer value when not given). The keys are opaque and unpredictable [R-MEM-1]
+  // (never 0): derived from the device's secret (DeviceConfig::random_seed), no key says anything
+  // about another. A peer learns an rkey only from the application (e.g. in a Send). At most
+  // max_regions live at a time; deregistration frees the slot for another registration.
   Result reg_mr(void* addr, uint64_t length, uint32_t access, MemoryRegion* out,
-                std::optional<uint64_t> iova = std::nullopt);
-  // The keys are not honoured afterwards [R-MEM-2].
+                std::optional<uint64_t> iova = std::nullopt, uint32_t pd = 0);
+  // The keys are not honoured afterwards, not even once the region's slot is reused [R-MEM-2].
   Result dereg_mr(uint32_t lkey);
+  // Protection domains [R-MEM-5], as ibverbs PDs: a region is usable only by the connections of its
+  // PD, locally (lkeys in posts) and remotely (rkeys in the peer's requests, refused with
+  // RemoteAccess otherwise). PD 0 always exists and is the default of reg_mr, connect and listen.
+  Result alloc_pd(uint32_t* pd);
+  Result dealloc_pd(uint32_t pd);  // Busy while a region, a connection or listen() uses it
 
   // ---- connections [R-CONN-*] ----
   // Starts a connection to `peer` and returns its local ID at once; ConnEvent Up (or Down) follows.
-  Result connect(const Address& peer, uint32_t* conn, const ConnParams* offer = nullptr);
-  void listen(bool on);
+  // The connection is in protection domain `pd` [R-MEM-5].
+  Result connect(const Address& peer, uint32_t* conn, const ConnParams* offer = nullptr, uint32_t pd = 0);
+  // Accepts CONNECTs (on) or refuses them; the connections accepted from now are in `pd` [R-MEM-5].
+  Result listen(bool on, uint32_t pd = 0);
   // Graceful close: refuses new posts, waits for outstanding ones, then DISCONNECT. abort: flushes now.
   Result close(uint32_t conn, bool abort = false);
 
