@@ -529,11 +529,19 @@ private:
 // [R-SEC-10], [R-CONN-3], [R-MEM-3]); all zero in a healthy run (but for --bad-rkey-every's
 // refusals): they explain loss no impairment caused.
 json limit_stats(const Counters& k) {
-    return {{"tx_no_buffer", k.tx_no_buffer},         {"window_block_waits", k.window_block_waits},
-            {"cq_overflow", k.cq_overflow},           {"out_of_window", k.out_of_window},
-            {"unknown_dcid", k.unknown_dcid},         {"invalid_acks", k.invalid_acks},
-            {"sack_beyond_snxt", k.sack_beyond_snxt}, {"foreign_source", k.foreign_source},
-            {"bad_accepts", k.bad_accepts},           {"remote_access_naks", k.remote_access_naks}};
+    return {{"tx_no_buffer", k.tx_no_buffer},
+            {"window_block_waits", k.window_block_waits},
+            {"cq_overflow", k.cq_overflow},
+            {"out_of_window", k.out_of_window},
+            {"unknown_dcid", k.unknown_dcid},
+            {"invalid_acks", k.invalid_acks},
+            {"sack_beyond_snxt", k.sack_beyond_snxt},
+            {"foreign_source", k.foreign_source},
+            {"bad_accepts", k.bad_accepts},
+            {"remote_access_naks", k.remote_access_naks},
+            {"rnr_receive_limit", k.rnr_receive_limit},
+            {"rnr_response_limit", k.rnr_response_limit},
+            {"rejects_unconfirmed", k.rejects_unconfirmed}};
 }
 
 json summary(const Common& c, uint64_t msgs, uint64_t bytes, double secs, const Device& sender, uint32_t conn) {

@@ -799,7 +799,9 @@ TEST_F(Hostile, ACanceledRsnCanBePostedAtTheConnectionsShare) {
   ASSERT_NE(mine, 0u);
   const uint16_t stream = w().fields(Opcode::Send).stream_id;
   MemoryRegion& lw = w().mr[w().victim][kLw];
-  auto post = [&](uint64_t wr) { return w().vdev().post_recv(mine, stream, wr, Sge{lw.iova + 30000, 64, lw.lkey}); };
+  auto post = [&, conn = mine](uint64_t wr) {  // (clang 14 cannot capture a structured binding by reference)
+    return w().vdev().post_recv(conn, stream, wr, Sge{lw.iova + 30000, 64, lw.lkey});
+  };
   for (uint64_t i = 0; i < 16; ++i) ASSERT_EQ(post(7000 + i), mroce::Result::Ok);  // RSNs 0..15, waiting
   void_flood(w(), mine, theirs, 0, 16, 16);                                        // RSNs 16..31 canceled
   EXPECT_EQ(vc().rnr_receive_limit, 0u);

@@ -33,6 +33,7 @@ inline std::vector<std::pair<std::string_view, uint64_t>> engine_counters(const 
         {"sack_beyond_snxt", k.sack_beyond_snxt},
         {"foreign_source", k.foreign_source},
         {"bad_accepts", k.bad_accepts},
+        {"remote_access_naks", k.remote_access_naks},
         // The engine's own.
         {"tx_no_buffer", k.tx_no_buffer},
         {"window_block_waits", k.window_block_waits},
