@@ -565,6 +565,32 @@ TEST_F(Hostile, OldAckMovesNothingBackwards) {
   expect_legit_success();
 }
 
+// [R-CC-4], [R-CC-6], A-31: what one forged ACK inside the window can do (an on-path forger, who
+// knows the DCID and an in-window CPSN) is bounded: however large its CE count, it halves the window
+// once; its rate hint holds only until the next genuine ACK of the connection. (Several forged ACKs
+// on a path with nothing in flight halve it again each time: its decrease period is empty, [R-CC-4].)
+TEST_F(Hostile, AForgedInWindowAckHalvesTheWindowOnceAndItsHintLastsUntilTheNextRealAck) {
+  start(-1, 60);
+  const uint16_t p = 0;
+  const PathInfo before = w().info(w().victim, p);
+  ASSERT_GT(before.cwnd, 1u);
+  const uint64_t decreases = w().vdev().counters().cwnd_decreases;
+  fast::Fields f = w().fields(Opcode::Ack);
+  f.path_id = p;
+  f.cpsn = before.suna - 1;  // acknowledges nothing new: no RTT sample either
+  f.ce_count = 0x7fff0000u;  // as far above the last count as serial order allows
+  f.rate_hint = 1;           // 1 Mb/s
+  f.ts_echo = uint32_t(w().pair.now());
+  inject_now(f);
+  const PathInfo hit = w().info(w().victim, p);
+  EXPECT_EQ(w().vdev().counters().cwnd_decreases, decreases + 1);
+  EXPECT_EQ(hit.cwnd, std::max(1u, before.cwnd / 2));
+  EXPECT_EQ(hit.rate_ceiling_mbps, 1u);
+  w().pair.run(w().pair.now() + 20'000, [&] { return w().info(w().victim, p).rate_ceiling_mbps != 1; });
+  EXPECT_NE(w().info(w().victim, p).rate_ceiling_mbps, 1u) << "the next genuine ACK sets the ceiling [R-CC-6]";
+  expect_legit_success();
+}
+
 TEST_F(Hostile, NakForAPsnNeverSentActsOnNothing) {
   start(-1, 20);
   for (uint8_t code = 1; code <= 4; ++code) {
