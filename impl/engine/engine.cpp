@@ -3,22 +3,9 @@
 // views, fair shares, memory). See engine.hpp for the layout.
 #include "engine/engine.hpp"
 
-#include <sodium.h>
-
 #include <algorithm>
 
 namespace mroce::engine {
-
-namespace {
-
-uint64_t splitmix64(uint64_t& x) noexcept {
-  uint64_t z = (x += 0x9E3779B97F4A7C15ull);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-  return z ^ (z >> 31);
-}
-
-}  // namespace
 
 // ---- construction ---------------------------------------------------------------------------------
 
@@ -42,10 +29,13 @@ Engine::Engine(const DeviceConfig& cfg, io::PacketIo& io, const io::Clock& clock
   msgs_.init(cfg.max_work_requests);
   recvs_.init(cfg.max_receives);
   canceled_.init(cfg.max_receives);
-  uint64_t salt = cfg.random_seed;  // the scrambling of canceled_key: secret, or reproducible like the rest
-  if (salt == 0) randombytes_buf(&salt, sizeof salt);  // libsodium is initialised (secrets_.ok())
-  canceled_mask_ = splitmix64(salt);
-  canceled_mult_ = splitmix64(salt) | 1;  // odd: a bijection, so the keys stay unique
+  // The scrambling of canceled_key comes from the device's secret, like every unpredictable choice.
+  auto secret64 = [&] {
+    const uint64_t hi = secrets_.next32(Secrets::Purpose::CanceledRsnKey);
+    return hi << 32 | secrets_.next32(Secrets::Purpose::CanceledRsnKey);
+  };
+  canceled_mask_ = secret64();
+  canceled_mult_ = secret64() | 1;  // odd: a bijection, so the keys stay unique
   blocks_.init(cfg.max_window_blocks);
   wheel_.init(cfg.max_connections);
   touched_.reset(new uint32_t[cfg.max_connections]);

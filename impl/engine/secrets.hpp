@@ -1,5 +1,5 @@
-// The engine's unpredictable choices [R-CONN-2], [R-MEM-1], [R-SEC-8]: ISNs, connection IDs and memory
-// keys come from a keyed PRF over a per-device secret, so that no peer can derive one value from others
+// The engine's unpredictable choices [R-CONN-2], [R-MEM-1], [R-SEC-8]: ISNs, connection IDs, memory
+// keys and the scrambling of the canceled-RSN map ([R-SEC-11]) come from a keyed PRF over a per-device secret, so that no peer can derive one value from others
 // it has seen. SipHash-2-4 (libsodium's crypto_shorthash) of a purpose tag and a counter for ISNs and
 // IDs; for keys, a keyed permutation of 32-bit words (a Feistel network whose round function is that
 // PRF), so that the key's owner can invert it (RegionTable::slot_of).
@@ -16,7 +16,7 @@ class Secrets {
   explicit Secrets(uint64_t seed) noexcept;
   bool ok() const noexcept { return ok_; }
 
-  enum class Purpose : uint8_t { Isn = 1, ConnId = 2, Lkey = 3, Rkey = 4 };
+  enum class Purpose : uint8_t { Isn = 1, ConnId = 2, Lkey = 3, Rkey = 4, CanceledRsnKey = 5 };
   // The next 32-bit value for `purpose`. Values of different purposes are independent.
   uint32_t next32(Purpose purpose) noexcept;
 
