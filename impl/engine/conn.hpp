@@ -86,7 +86,7 @@ struct PathTx {
   uint32_t snxt = 0, suna = 0;
   uint32_t n_out = 0;  // records [suna, suna + n_out) (fewer than snxt - suna only after a clear)
   uint32_t block = kNone;
-  uint32_t cwnd = 0, ai_count = 0, decrease_end = 0, last_ce = 0, highest_cpsn = 0;
+  uint32_t cwnd = 0, ai_count = 0, decrease_end = 0, last_ce = 0;
   uint32_t srtt = 0, rttvar = 0, rto = 0, rto_current = 0;
   uint32_t fresh_routes = 0, consecutive_repaths = 0, probe_ts = 0;
   uint64_t last_ack = 0, last_tx = 0;
@@ -95,7 +95,7 @@ struct PathTx {
   RetransmissionCauses retx_by_cause;  // their sum is the path's retransmission count
   uint16_t route = 0;
   PathState state = PathState::Active;
-  bool in_decrease = false, have_cpsn = false, have_sample = false;
+  bool in_decrease = false, have_sample = false;
   bool probe_sent_in_period = false, probe_outstanding = false;
 };
 

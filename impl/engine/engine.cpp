@@ -12,6 +12,9 @@ namespace mroce::engine {
 Engine::Engine(const DeviceConfig& cfg, io::PacketIo& io, const io::Clock& clock)
     : cfg_(cfg), io_(io), clock_(clock), secrets_(cfg.random_seed) {
   if (!secrets_.ok() || cfg.max_connections == 0 || cfg.burst == 0 || !valid_offer(cfg.offer)) return;
+  // [R-RTO-3] clamps the RTO into [RTO_MIN, RTO_MAX]: an empty range, or a zero RTO_MIN or RTO_INIT
+  // (a timer due at once, re-armed at once: a livelock), is a bad configuration, not a run.
+  if (cfg.rto_min_us == 0 || cfg.rto_init_us == 0 || cfg.rto_min_us > cfg.rto_max_us) return;
   // The shares of [R-SEC-11] and [R-SEC-12]: at most the pool; 0 picks the default. A canceled RSN's
   // key holds a connection slot in 24 bits (canceled_key).
   if (cfg.max_receives_per_conn > cfg.max_receives || cfg.max_work_requests_per_conn > cfg.max_work_requests ||

@@ -563,8 +563,10 @@ void Engine::on_ack(Conn& c, uint16_t p, const View& v) noexcept {
   }
   SackBitmap256 sack = SackBitmap256::from_wire(v.sack_bytes());  // [R-HDR-20]
   int hs = sack.highest_set();
-  if (hs > 0 && !serial_lt(cpsn + 1 + uint32_t(hs), t.snxt)) {  // [R-ACK-10]: bits for unsent PSNs
-    sack = sack & SackBitmap256::prefix(t.snxt - cpsn - 1);     // bit i names cpsn + 1 + i
+  // [R-ACK-10]: bits for unsent PSNs. An empty bitmap (hs = -1) names CPSN, which was sent; bit 0
+  // alone never gets here: it MUST be zero and the decoder refuses it [R-HDR-20].
+  if (!serial_lt(cpsn + 1 + uint32_t(hs), t.snxt)) {
+    sack = sack & SackBitmap256::prefix(t.snxt - cpsn - 1);  // bit i names cpsn + 1 + i
     hs = sack.highest_set();
     ++counters_.sack_beyond_snxt;
   }
@@ -574,13 +576,9 @@ void Engine::on_ack(Conn& c, uint16_t p, const View& v) noexcept {
   c.rate.hint_time = now_;
   if (c.alive.keepalive_outstanding && ts_echo == c.alive.keepalive_ts) c.alive.keepalive_outstanding = false;
 
-  // [R-ACK-9]: an older ACK never moves state backwards; its set bits are still true.
-  if (!t.have_cpsn || serial_lt(t.highest_cpsn, cpsn)) {
-    t.highest_cpsn = cpsn;
-    t.have_cpsn = true;
-  }
-
-  // [R-REL-3] which outstanding PSNs this ACK acknowledges (bit j: PSN suna + j).
+  // [R-REL-3] which outstanding PSNs this ACK acknowledges (bit j: PSN suna + j). [R-ACK-9]: an older
+  // ACK never moves state backwards: PSNs are only ever marked acknowledged, never unmarked, so its
+  // set bits still count.
   uint32_t newly = 0;
   n_stream_touched_ = 0;
   if (t.block != kNone && t.n_out > 0) {

@@ -101,3 +101,17 @@ TEST(CoreHashMap, BackwardShiftDeleteFromEveryPositionOfAWrappingRun) {
     }
   }
 }
+
+// longest_probe() is what the engine's flood test bounds (CanceledRsnLookupCostStaysFlat): it must be
+// the number of slots the longest find() walks, for runs in the middle of the table and wrapping.
+TEST(CoreHashMap, LongestProbeIsTheLongestWalkOfAFind) {
+  for (std::uint32_t home : {3u, 15u})
+    for (std::size_t run = 1; run <= 6; ++run) {
+      HashMap m;
+      m.init(8);  // 16 slots
+      EXPECT_EQ(m.longest_probe(), 0u);
+      const auto keys = keys_with_homes(m, {home}, run, 7000);
+      for (std::size_t i = 0; i < run; ++i) m.insert(keys[i], std::uint32_t(i));
+      EXPECT_EQ(m.longest_probe(), run) << "home " << home << " run " << run;
+    }
+}

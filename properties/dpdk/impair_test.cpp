@@ -261,6 +261,46 @@ TEST(FateGenerator, KindRatesAndParameterRanges) {
 
 // --- Knob strings ---
 
+// Every knob has a name: a knob string carries all of them, so each field survives a round trip even
+// when it differs from its default (a knob left out of the list would silently reset).
+TEST(ImpairKnobs, EveryFieldRoundTripsThroughItsName) {
+  FaultKnobs k;
+  k.frames = 11;
+  k.loss_ppm = 12;
+  k.ge_enter_bad_ppm = 13;
+  k.ge_leave_bad_ppm = 14;
+  k.ge_loss_good_ppm = 15;
+  k.ge_loss_bad_ppm = 16;
+  k.dup_ppm = 17;
+  k.dup_gap_max_us = 18;
+  k.delay_ppm = 19;
+  k.delay_max_us = 20;
+  k.ce_ppm = 21;
+  k.corrupt_ppm = 22;
+  k.link_failures = 23;
+  k.link_from = 24;
+  k.down_min_us = 25;
+  k.down_max_us = 26;
+  k.faults_until = 27;
+  static_assert(sizeof(FaultKnobs) == 80, "FaultKnobs changed: give every field a value above");
+  const std::string text = knobs_to_string(k);
+  EXPECT_EQ(knobs_from_string(text), k) << text;
+  EXPECT_EQ(std::count(text.begin(), text.end(), '='), 17) << text;
+}
+
+// Separators (spaces, commas) may lead, repeat and trail: "seed=9, loss_ppm=5 " is two items.
+TEST(ImpairKnobs, SeparatorsMayLeadRepeatAndTrail) {
+  for (const char* text :
+       {"seed=9 loss_ppm=5", " seed=9,loss_ppm=5 ", "seed=9, loss_ppm=5,", ",, seed=9  loss_ppm=5 ,"}) {
+    ImpairConfig c;
+    ASSERT_NO_THROW(c = impair_from_string(text)) << "'" << text << "'";
+    EXPECT_EQ(c.seed, 9u) << "'" << text << "'";
+    EXPECT_EQ(c.knobs.loss_ppm, 5u) << "'" << text << "'";
+  }
+  EXPECT_NO_THROW(impair_from_string(" "));
+  EXPECT_NO_THROW(impair_from_string(""));
+}
+
 TEST(ImpairKnobs, StringRoundTripAndErrors) {
   FaultKnobs k = pinned_knobs();
   k.faults_until = 123456789012ull;
@@ -318,6 +358,44 @@ RC_GTEST_PROP(ImpairFrame, SetTosKeepsChecksumAndRoundTrips, ()) {
   RC_ASSERT(read_ecn(f) == ecn);
   if (!v6) RC_ASSERT(ipv4_checksum_ok({&f[14], 20}));
   if (v6) RC_ASSERT((f[14] >> 4) == 6);  // version kept
+}
+
+// The readers answer only for a frame that holds the whole traffic-class byte (16 bytes): a shorter
+// one has no DSCP or ECN, and is never read past its end.
+TEST(ImpairFrame, ReadersRefuseFramesWithoutATosByte) {
+  for (bool v6 : {false, true}) {
+    const auto whole = make_frame(v6, uint8_t(26 << 2 | 2), 49152, 1);
+    for (size_t len = 0; len < 16; ++len) {
+      const std::vector<uint8_t> f(whole.begin(), whole.begin() + std::ptrdiff_t(len));
+      EXPECT_FALSE(read_dscp(f).has_value()) << "v6=" << v6 << " len=" << len;
+      EXPECT_FALSE(read_ecn(f).has_value()) << "v6=" << v6 << " len=" << len;
+    }
+    const std::vector<uint8_t> f(whole.begin(), whole.begin() + 16);
+    EXPECT_EQ(read_dscp(f), 26);
+    EXPECT_EQ(read_ecn(f), Ecn::Ect0);
+  }
+}
+
+// set_tos() answers whether it wrote: a frame too short to hold the TOS byte, or one that is not
+// IPv4/IPv6, is left as it was and reported false (the caller counts it as not marked).
+TEST(ImpairFrame, SetTosRefusesFramesWithoutATosByte) {
+  for (bool v6 : {false, true}) {
+    const auto whole = make_frame(v6, uint8_t(26 << 2 | 2), 49152, 1);
+    for (size_t len = 0; len < 16; ++len) {
+      std::vector<uint8_t> f(whole.begin(), whole.begin() + std::ptrdiff_t(len));
+      const auto before = f;
+      EXPECT_FALSE(set_tos(f, 46, Ecn::Ce)) << "v6=" << v6 << " len=" << len;
+      EXPECT_EQ(f, before);
+    }
+    auto other = whole;
+    store16(&other[12], 0x0806);  // ARP
+    const auto before = other;
+    EXPECT_FALSE(set_tos(other, 46, Ecn::Ce));
+    EXPECT_EQ(other, before);
+    auto wrong_version = whole;
+    wrong_version[14] = uint8_t((v6 ? 4 : 6) << 4 | (wrong_version[14] & 0x0f));
+    EXPECT_FALSE(set_tos(wrong_version, 46, Ecn::Ce)) << "v6=" << v6;
+  }
 }
 
 TEST(ImpairFrame, CeOnlyOnEcnCapableFrames) {
@@ -506,6 +584,43 @@ TEST(Impairer, ControlFramesExemptWhenProtected) {
     EXPECT_TRUE(off.decide(0, f, uint32_t(f.size())).dropped()) << int(op);
   }
   EXPECT_EQ(on.stats().exempt, 2u);
+}
+
+// A Corrupt fate flips one byte of the IP packet; a runt frame with no byte past the Ethernet header
+// is left whole (corrupt_at 0), and a byte beyond the part the caller passed is left to the caller.
+TEST(Impairer, CorruptionNeverTouchesTheEthernetHeader) {
+  ImpairConfig c = ImpairConfig::for_ports();
+  c.knobs.corrupt_ppm = 1000000;
+  c.protect_handshake = false;
+  Impairer imp(c);
+  const auto whole = make_frame(false, 0, 49152, 0x01);
+  for (size_t len = 1; len <= whole.size(); ++len) {
+    std::vector<uint8_t> f(whole.begin(), whole.begin() + std::ptrdiff_t(len));
+    const Decision d = imp.decide(0, f, uint32_t(len));
+    ASSERT_EQ(d.fate.kind, PacketFate::Corrupt);
+    size_t changed = 0, first = 0;
+    for (size_t i = 0; i < len; ++i)
+      if (f[i] != whole[i] && !changed++) first = i;
+    if (len <= 14) {
+      EXPECT_EQ(d.corrupt_at, 0u) << "len " << len;
+      EXPECT_EQ(changed, 0u) << "len " << len;
+    } else {
+      EXPECT_EQ(changed, 1u) << "len " << len;
+      EXPECT_EQ(first, d.corrupt_at) << "len " << len;
+      EXPECT_GE(d.corrupt_at, 14u);
+    }
+    EXPECT_FALSE(d.corrupt_pending);
+  }
+  // Only the first 20 bytes passed: an offset beyond them is the caller's to flip.
+  bool pending = false;
+  for (int k = 0; k < 50 && !pending; ++k) {
+    auto f = whole;
+    const Decision d = imp.decide(0, std::span<uint8_t>(f.data(), 20), uint32_t(f.size()));
+    pending = d.corrupt_pending;
+    if (pending) { EXPECT_GE(d.corrupt_at, 20u); }
+    EXPECT_TRUE(std::equal(f.begin() + 20, f.end(), whole.begin() + 20));
+  }
+  EXPECT_TRUE(pending);
 }
 
 TEST(Impairer, FaultsStopAtFaultsUntilAndIndexStillAdvances) {

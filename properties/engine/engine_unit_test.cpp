@@ -8,6 +8,7 @@
 #include <map>
 #include <random>
 #include <set>
+#include <string>
 
 #include "engine_pair.hpp"
 #include "mroce/testing.hpp"
@@ -86,6 +87,151 @@ TEST(EngineConn, R_CONN_7_AbortFlushesAtOnce) {
   EXPECT_EQ(net.dev(1).connection_state(net.conn[1]), ConnState::Closed);
 }
 
+// [R-CONN-4] The responder answers a duplicate CONNECT with the same ACCEPT again, so an initiator
+// may get ACCEPT after it is established: the duplicate changes nothing (no close, no reply).
+TEST(EngineConn, R_CONN_4_ADuplicateAcceptChangesNothing) {
+  EnginePair net;
+  std::vector<uint8_t> accept;
+  net.loop().filter = [&, inner = net.loop().filter](int from, const uint8_t* f, uint32_t len) {
+    fast::PacketView v;
+    if (from == 1 && accept.empty() && fast::decode(f, len, 4793, v) == fast::Error::None &&
+        v.opcode() == fast::Opcode::Accept)
+      accept.assign(f, f + len);
+    return inner(from, f, len);
+  };
+  net.setup();
+  ASSERT_FALSE(accept.empty());
+  const Counters before = net.dev(0).counters();
+  mroce::testing::DeviceHooks::input(net.dev(0), accept.data(), uint32_t(accept.size()));
+  net.run(net.now() + 100);
+  EXPECT_EQ(net.dev(0).connection_state(net.conn[0]), ConnState::Established);
+  EXPECT_EQ(net.dev(1).connection_state(net.conn[1]), ConnState::Established);
+  EXPECT_EQ(net.dev(0).counters().tx_frames, before.tx_frames);
+  ASSERT_EQ(write(net, 1, 1000), Result::Ok);
+  net.run(net.now() + 1000, [&] { return done_a(net); });
+  ASSERT_EQ(net.completions[0].size(), 1u);
+  EXPECT_EQ(net.completions[0][0].status, Status::Success);
+  // Nor while closing: it is not the DISCONNECT_ACK that A's DISCONNECT waits for.
+  net.filter = [](int from, const fast::PacketView& v) {
+    return from == 1 && v.opcode() == fast::Opcode::DisconnectAck ? io::Fate::Drop : io::Fate::Deliver;
+  };
+  ASSERT_EQ(net.dev(0).close(net.conn[0]), Result::Ok);
+  net.run(net.now() + 50);
+  ASSERT_EQ(net.dev(0).connection_state(net.conn[0]), ConnState::Closing);
+  mroce::testing::DeviceHooks::input(net.dev(0), accept.data(), uint32_t(accept.size()));
+  EXPECT_EQ(net.dev(0).connection_state(net.conn[0]), ConnState::Closing);
+  net.filter = nullptr;
+  net.run(net.now() + 20000, [&] { return net.dev(0).connection_state(net.conn[0]) == ConnState::Closed; });
+  EXPECT_EQ(net.dev(0).connection_state(net.conn[0]), ConnState::Closed);
+}
+
+// [R-CONN-8] A failed connection is released: a frame that still names it is counted as for an
+// unknown connection and acted on by nobody.
+TEST(EngineConn, R_CONN_8_AFrameForAFailedConnectionIsDropped) {
+  EnginePair net;
+  net.setup();
+  std::vector<uint8_t> ack;
+  bool silent = false;
+  net.loop().filter = [&, inner = net.loop().filter](int from, const uint8_t* f, uint32_t len) {
+    fast::PacketView v;
+    if (from == 1 && fast::decode(f, len, 4793, v) == fast::Error::None && v.opcode() == fast::Opcode::Ack)
+      ack.assign(f, f + len);
+    return silent ? io::Fate::Drop : inner(from, f, len);
+  };
+  ASSERT_EQ(write(net, 1, 100), Result::Ok);
+  net.run(net.now() + 1000, [&] { return done_a(net); });
+  ASSERT_FALSE(ack.empty());
+  silent = true;  // the peer goes silent while A has work outstanding
+  ASSERT_EQ(write(net, 2, 100), Result::Ok);
+  net.run(net.now() + 200000, [&] { return net.dev(0).connection_state(net.conn[0]) == ConnState::Failed; });
+  ASSERT_EQ(net.dev(0).connection_state(net.conn[0]), ConnState::Failed);
+  const Counters c = net.dev(0).counters();
+  mroce::testing::DeviceHooks::input(net.dev(0), ack.data(), uint32_t(ack.size()));
+  EXPECT_EQ(net.dev(0).counters().unknown_dcid, c.unknown_dcid + 1);
+  EXPECT_EQ(net.dev(0).counters().invalid_acks, c.invalid_acks);
+  EXPECT_EQ(net.dev(0).counters().tx_frames, c.tx_frames);
+  EXPECT_EQ(net.dev(0).connection_state(net.conn[0]), ConnState::Failed);
+}
+
+// [R-CONN-2] A connection ID names one connection: once a closed connection's slot is recycled for a
+// new one, a frame that still carries the old ID reaches nobody (counted as an unknown DCID). Each
+// side has room for one connection, so every cycle recycles the same slot.
+TEST(EngineConn, R_CONN_2_ARecycledSlotAnswersOnlyToItsNewId) {
+  DeviceConfig a = engine_config(0), b = engine_config(1);
+  a.max_connections = 1;
+  b.max_connections = 1;
+  EnginePair net(a, b);
+  net.register_regions();
+  std::vector<uint8_t> old_frame;
+  for (int cycle = 0; cycle < 6; ++cycle) {
+    net.conn[0] = net.conn[1] = 0;
+    uint32_t id = 0;
+    ASSERT_EQ(net.dev(0).connect(net.dev(1).config().self, &id), Result::Ok) << "cycle " << cycle;
+    net.run(net.now() + 1000, [&] { return net.conn[0] != 0 && net.conn[1] != 0; });
+    ASSERT_NE(net.conn[1], 0u) << "cycle " << cycle;
+    if (cycle == 0)
+      net.loop().filter = [&, inner = net.loop().filter](int from, const uint8_t* f, uint32_t len) {
+        fast::PacketView v;
+        if (from == 0 && old_frame.empty() && fast::decode(f, len, 4793, v) == fast::Error::None && v.is_data())
+          old_frame.assign(f, f + len);
+        return inner(from, f, len);
+      };
+    const size_t before = net.completions[0].size();
+    ASSERT_EQ(write(net, 100 + cycle, 100), Result::Ok);
+    net.run(net.now() + 10000, [&] { return net.completions[0].size() > before; });
+    ASSERT_EQ(net.completions[0].size(), before + 1) << "cycle " << cycle;
+    EXPECT_EQ(net.completions[0].back().status, Status::Success);
+    if (cycle > 0) {
+      // The slot now holds another connection; the first one's frame must not reach it.
+      ASSERT_FALSE(old_frame.empty());
+      const Counters c = net.dev(1).counters();
+      mroce::testing::DeviceHooks::input(net.dev(1), old_frame.data(), uint32_t(old_frame.size()));
+      EXPECT_EQ(net.dev(1).counters().unknown_dcid, c.unknown_dcid + 1) << "cycle " << cycle;
+      EXPECT_EQ(net.dev(1).counters().placed_bytes, c.placed_bytes);
+      EXPECT_EQ(net.dev(1).counters().duplicates, c.duplicates);
+    }
+    ASSERT_EQ(net.dev(0).close(net.conn[0]), Result::Ok);
+    net.run(net.now() + 10000, [&] {
+      return net.dev(0).connection_state(net.conn[0]) == ConnState::Closed &&
+             net.dev(1).connection_state(net.conn[1]) == ConnState::Closed;
+    });
+    ASSERT_EQ(net.dev(1).connection_state(net.conn[1]), ConnState::Closed) << "cycle " << cycle;
+  }
+}
+
+// [R-ENC-1] Every frame an end sends carries its own MAC and IP as source and its peer's as
+// destination: handshake, data, ACKs and close alike. Every byte of both addresses differs, so a
+// wrong byte order or shift in building the headers shows.
+TEST(EngineWire, R_ENC_1_EveryFrameCarriesBothEndsAddresses) {
+  DeviceConfig a = engine_config(0), b = engine_config(1);
+  a.self.mac = {0x02, 0x11, 0x22, 0x33, 0x44, 0x55};
+  b.self.mac = {0x06, 0x66, 0x77, 0x88, 0x99, 0xAA};
+  a.self.ip = {10, 21, 32, 43};
+  b.self.ip = {172, 54, 65, 76};
+  EnginePair net(a, b);
+  const Address self[2] = {a.self, b.self};
+  uint64_t checked[2] = {0, 0};
+  net.filter = [&](int from, const fast::PacketView& v) {
+    EXPECT_FALSE(v.ipv6());
+    EXPECT_EQ(v.eth_src(), self[from].mac);
+    EXPECT_EQ(v.eth_dst(), self[1 - from].mac);
+    EXPECT_TRUE(std::equal(v.ip_src(), v.ip_src() + 4, self[from].ip.begin())) << "from " << from;
+    EXPECT_TRUE(std::equal(v.ip_dst(), v.ip_dst() + 4, self[1 - from].ip.begin())) << "from " << from;
+    ++checked[from];
+    return io::Fate::Deliver;
+  };
+  net.setup();
+  ASSERT_NE(net.conn[1], 0u);
+  ASSERT_EQ(write(net, 1, 20000), Result::Ok);
+  net.run(net.now() + 10000, [&] { return done_a(net); });
+  ASSERT_EQ(net.dev(0).close(net.conn[0]), Result::Ok);
+  net.run(net.now() + 10000, [&] { return net.dev(1).connection_state(net.conn[1]) == ConnState::Closed; });
+  EXPECT_GT(checked[0], 5u);
+  EXPECT_GT(checked[1], 2u);
+  // The tx_frames counter counts exactly the frames that reached the wire.
+  for (int i = 0; i < 2; ++i) EXPECT_EQ(net.dev(i).counters().tx_frames, net.frames_[i]) << "side " << i;
+}
+
 // ---- engine-specific ----------------------------------------------------------------------------
 
 // Engine choice ([R-CONF-2], impl/engine/README.md): over ports without rx timestamps only
@@ -106,6 +252,175 @@ TEST(EngineTimers, WithoutRxTimestampsAPostFiresNoTimerBeforeTheWaitingAckIsRead
   EXPECT_EQ(net.completions[0].size(), 2u);
   EXPECT_EQ(net.dev(0).counters().retransmissions, 0u);
   EXPECT_EQ(net.dev(1).counters().duplicates, 0u);
+}
+
+// A data packet of A's is lost, then A's host stalls for `stall_us`, then polls once (reading
+// nothing): the retransmissions that poll made.
+uint64_t retransmissions_after_a_stall(EnginePair& net, uint64_t stall_us) {
+  net.setup();
+  EXPECT_NE(net.conn[0], 0u);
+  net.filter = [](int from, const fast::PacketView& v) {
+    return from == 0 && v.is_data() ? io::Fate::Drop : io::Fate::Deliver;
+  };
+  EXPECT_EQ(write(net, 1, 100), Result::Ok);
+  net.dev(0).progress();  // sent, and lost
+  const uint64_t retx = net.dev(0).counters().retransmissions;
+  net.clock().set(net.now() + stall_us);
+  EXPECT_EQ(net.dev(0).progress(), 0);  // nothing to read
+  return net.dev(0).counters().retransmissions - retx;
+}
+
+// [R-CONV-7] With rx timestamps, frames and timers are events at their own times, as in the lockstep
+// calls: a poll after a long stall fires the timers that fell due meanwhile one after another, each at
+// its deadline, so a lost packet's RTO expires, backs off and expires again within the stall (without
+// timestamps, below, the overdue timers fire once, at the poll's time).
+TEST(EngineTimers, WithRxTimestampsAStallReplaysEachTimerAtItsOwnTime) {
+  EnginePair net;
+  // The host stalls for many RTOs (RTO_INIT 1 ms, doubling).
+  EXPECT_GE(retransmissions_after_a_stall(net, 100000), 3u)
+      << "the overdue timers fired once, at the poll's time, instead of each at its deadline";
+}
+
+// [R-CONV-7] (engine choice over ports without rx timestamps, impl/engine/README.md) A poll that
+// reads nothing after a long stall fires the overdue timers once, at the poll's time: the host's own
+// stall is not replayed as a string of RTOs with backoff.
+TEST(EngineTimers, WithoutRxTimestampsAStallFiresTheOverdueTimersOnce) {
+  EnginePair net(engine_config(0), engine_config(1), 0, 16384, /*nic_timestamps=*/false);
+  // The host stalls for many RTOs, within the peer timeout.
+  EXPECT_EQ(retransmissions_after_a_stall(net, 20000), 1u)
+      << "the stall was replayed: each overdue timer fired at its own deadline";
+  EXPECT_EQ(net.dev(0).connection_state(net.conn[0]), ConnState::Established);
+}
+
+// READ responses waiting to be sent hold entries of the responder's work-request pool; an abort
+// drops them and must give those entries back, or the pool leaks until posts fail.
+TEST(EnginePools, R_CONN_7_AnAbortReturnsQueuedReadResponsesToThePool) {
+  DeviceConfig b = engine_config(1);
+  b.max_work_requests = 4;
+  EnginePair net(engine_config(0), b);
+  net.setup();
+  ASSERT_NE(net.conn[1], 0u);
+  for (uint16_t i = 0; i < 4; ++i)
+    ASSERT_EQ(net.dev(0).post_read(net.conn[0], i, 10 + i, Sge{kSrc + i * 120000u, 120000, net.mr[0].lkey},
+                                   kDst + i * 120000u, net.mr[1].rkey),
+              Result::Ok);
+  net.run(net.now() + 8);  // the requests arrived; B has only begun to answer
+  ASSERT_EQ(net.dev(1).close(net.conn[1], true), Result::Ok);
+  net.run(net.now() + 10000, [&] { return net.dev(0).connection_state(net.conn[0]) == ConnState::Closed; });
+  ASSERT_EQ(net.completions[0].size(), 4u);
+  // B reconnects and uses its whole pool again.
+  const uint32_t old_b = net.conn[1];
+  net.conn[0] = net.conn[1] = 0;
+  uint32_t id = 0;
+  ASSERT_EQ(net.dev(1).connect(net.dev(0).config().self, &id), Result::Ok);
+  net.run(net.now() + 1000, [&] { return net.conn[0] != 0 && net.conn[1] != 0 && net.conn[1] != old_b; });
+  ASSERT_EQ(net.conn[1], id);
+  for (uint64_t i = 0; i < 4; ++i)
+    EXPECT_EQ(write(net, 20 + i, 1000, uint16_t(i), i * 4096, /*from=*/1), Result::Ok) << "post " << i;
+}
+
+// [R-SEC-11], [R-REL-9] A canceled RSN remembered ahead of its receive holds an entry of the
+// connection's share until that receive is posted (and completes Canceled); then the entry is back.
+// With a share of one entry, Send after Send gives up and each late receive is canceled in turn.
+TEST(EnginePools, R_SEC_11_ACanceledRsnGivesItsShareBackWhenItsReceiveIsPosted) {
+  DeviceConfig b = engine_config(1);
+  b.max_receives_per_conn = 2;  // the canceled-RSN share is half of it: one entry
+  EnginePair net(engine_config(0), b);
+  net.setup();
+  ASSERT_NE(net.conn[1], 0u);
+  for (uint64_t cycle = 0; cycle < 4; ++cycle) {
+    const size_t a0 = net.completions[0].size(), b0 = net.completions[1].size();
+    ASSERT_EQ(net.dev(0).post_send(net.conn[0], 0, 100 + cycle, Sge{kSrc, 10, net.mr[0].lkey}), Result::Ok);
+    net.run(net.now() + 100000, [&] { return net.completions[0].size() > a0; });
+    ASSERT_EQ(net.completions[0].size(), a0 + 1) << "cycle " << cycle;
+    EXPECT_EQ(net.completions[0].back().status, Status::RnrRetryExceeded) << "cycle " << cycle;
+    net.run(net.now() + 100);  // the VOIDs arrive
+    ASSERT_EQ(net.dev(1).post_recv(net.conn[1], 0, 200 + cycle, Sge{kDst, 64, net.mr[1].lkey}), Result::Ok);
+    net.run(net.now() + 1000, [&] { return net.completions[1].size() > b0; });
+    ASSERT_EQ(net.completions[1].size(), b0 + 1) << "cycle " << cycle;
+    EXPECT_EQ(net.completions[1].back().status, Status::Canceled) << "cycle " << cycle;
+    // Every VOID found room: the entry the previous cycle used was given back.
+    EXPECT_EQ(net.dev(1).counters().rnr_receive_limit, 0u) << "cycle " << cycle;
+  }
+}
+
+// [R-REL-9] A canceled RSN belongs to its connection: RSN 0 canceled on one connection does not
+// cancel the receive posted for RSN 0 of the same stream on another connection from the same peer.
+TEST(EngineConn, R_REL_9_ACanceledRsnCancelsOnlyItsOwnConnectionsReceive) {
+  EnginePair net;
+  net.setup();
+  ASSERT_NE(net.conn[1], 0u);
+  const uint32_t a1 = net.conn[0], b1 = net.conn[1];
+  // The second connection.
+  net.conn[0] = net.conn[1] = 0;
+  uint32_t id = 0;
+  ASSERT_EQ(net.dev(0).connect(net.dev(1).config().self, &id), Result::Ok);
+  net.run(net.now() + 1000, [&] { return net.conn[0] != 0 && net.conn[1] != 0; });
+  const uint32_t a2 = net.conn[0], b2 = net.conn[1];
+  ASSERT_NE(a2, a1);
+  ASSERT_NE(b2, b1);
+  // On the first connection a Send gives up; B remembers its RSN 0 as canceled.
+  ASSERT_EQ(net.dev(0).post_send(a1, 0, 1, Sge{kSrc, 10, net.mr[0].lkey}), Result::Ok);
+  net.run(net.now() + 100000, [&] { return !net.completions[0].empty(); });
+  ASSERT_EQ(net.completions[0].size(), 1u);
+  EXPECT_EQ(net.completions[0][0].status, Status::RnrRetryExceeded);
+  net.run(net.now() + 100);
+  // The second connection holds a canceled RSN too (stream 1), so it looks its receives up.
+  ASSERT_EQ(net.dev(0).post_send(a2, 1, 5, Sge{kSrc, 10, net.mr[0].lkey}), Result::Ok);
+  net.run(net.now() + 100000, [&] { return net.completions[0].size() >= 2; });
+  ASSERT_EQ(net.completions[0].size(), 2u);
+  EXPECT_EQ(net.completions[0][1].status, Status::RnrRetryExceeded);
+  net.run(net.now() + 100);
+  // RSN 0 of stream 0 on the second connection is another receive: it waits for its Send.
+  ASSERT_EQ(net.dev(1).post_recv(b2, 0, 2, Sge{kDst, 64, net.mr[1].lkey}), Result::Ok);
+  net.run(net.now() + 100);
+  EXPECT_TRUE(net.completions[1].empty()) << "canceled by the other connection's VOID";
+  ASSERT_EQ(net.dev(0).post_send(a2, 0, 3, Sge{kSrc, 20, net.mr[0].lkey}), Result::Ok);
+  net.run(net.now() + 10000, [&] { return net.completions[1].size() >= 1 && net.completions[0].size() >= 3; });
+  ASSERT_EQ(net.completions[1].size(), 1u);
+  EXPECT_EQ(net.completions[1][0].wr_id, 2u);
+  EXPECT_EQ(net.completions[1][0].status, Status::Success);
+  EXPECT_EQ(net.completions[1][0].byte_len, 20u);
+  // And the first connection's late receive is still canceled.
+  ASSERT_EQ(net.dev(1).post_recv(b1, 0, 4, Sge{kDst + 4096, 64, net.mr[1].lkey}), Result::Ok);
+  net.run(net.now() + 1000, [&] { return net.completions[1].size() >= 2; });
+  ASSERT_EQ(net.completions[1].size(), 2u);
+  EXPECT_EQ(net.completions[1][1].status, Status::Canceled);
+}
+
+// [R-SEC-11] A canceled RSN still remembered when its connection ends, and a receive kept after it
+// failed with LocalLength, give their entries back to the device's pool: a new connection can then
+// post the whole pool.
+TEST(EnginePools, R_SEC_11_ReceiveEntriesHeldAtTheEndGoBackToThePool) {
+  DeviceConfig b = engine_config(1);
+  b.max_receives = 4;
+  EnginePair net(engine_config(0), b);
+  net.setup();
+  ASSERT_NE(net.conn[1], 0u);
+  ASSERT_EQ(net.dev(0).post_send(net.conn[0], 0, 1, Sge{kSrc, 10, net.mr[0].lkey}), Result::Ok);
+  net.run(net.now() + 100000, [&] { return !net.completions[0].empty(); });
+  ASSERT_EQ(net.completions[0].size(), 1u);
+  EXPECT_EQ(net.completions[0][0].status, Status::RnrRetryExceeded);
+  net.run(net.now() + 100);  // B remembers RSN 0 as canceled: one entry of its pool
+  // And a receive too short for its Send, kept after its LocalLength completion ([R-SEC-7]).
+  ASSERT_EQ(net.dev(1).post_recv(net.conn[1], 1, 2, Sge{kDst, 10, net.mr[1].lkey}), Result::Ok);
+  ASSERT_EQ(net.dev(0).post_send(net.conn[0], 1, 3, Sge{kSrc, 100, net.mr[0].lkey}), Result::Ok);
+  net.run(net.now() + 10000, [&] { return net.completions[0].size() >= 2 && !net.completions[1].empty(); });
+  ASSERT_EQ(net.completions[1].size(), 1u);
+  EXPECT_EQ(net.completions[1][0].status, Status::LocalLength);
+  const uint32_t old_b = net.conn[1];
+  ASSERT_EQ(net.dev(0).close(net.conn[0], true), Result::Ok);
+  net.run(net.now() + 10000, [&] { return net.dev(1).connection_state(old_b) == ConnState::Closed; });
+  ASSERT_EQ(net.dev(1).connection_state(old_b), ConnState::Closed);
+  net.conn[0] = net.conn[1] = 0;
+  uint32_t id = 0;
+  ASSERT_EQ(net.dev(0).connect(net.dev(1).config().self, &id), Result::Ok);
+  net.run(net.now() + 1000, [&] { return net.conn[0] != 0 && net.conn[1] != 0 && net.conn[1] != old_b; });
+  ASSERT_NE(net.conn[1], old_b);
+  for (uint64_t i = 0; i < 4; ++i)
+    EXPECT_EQ(net.dev(1).post_recv(net.conn[1], uint16_t(i), 10 + i, Sge{kDst + i * 4096, 64, net.mr[1].lkey}),
+              Result::Ok)
+        << "receive " << i;
 }
 
 TEST(EnginePools, WorkRequestPoolExhaustionIsACleanError) {
@@ -190,6 +505,74 @@ TEST(EnginePools, R_SEC_11_SharesAreValidatedAtOpen) {
   EXPECT_EQ(Device::open(c, loop.port(0), clock), nullptr);
   c.max_unconfirmed_per_source = c.max_connections;
   EXPECT_NE(Device::open(c, loop.port(0), clock), nullptr);
+}
+
+// [R-RTO-3]: the RTO lives in [RTO_MIN, RTO_MAX]; a configuration with an empty range or a zero
+// RTO_MIN or RTO_INIT (every timer due at once, re-armed at once) does not open.
+// The names the CLI, the timelines and error messages print: one distinct name per value, never null.
+TEST(EngineApi, StateResultAndStatusNamesAreDistinct) {
+  std::set<std::string> names;
+  for (ConnState s :
+       {ConnState::Connecting, ConnState::Established, ConnState::Closing, ConnState::Closed, ConnState::Failed}) {
+    ASSERT_NE(conn_state_name(s), nullptr);
+    names.insert(conn_state_name(s));
+  }
+  EXPECT_EQ(names, (std::set<std::string>{"Connecting", "Established", "Closing", "Closed", "Failed"}));
+  names.clear();
+  for (PathState s : {PathState::Active, PathState::Suspect, PathState::Failed}) {
+    ASSERT_NE(path_state_name(s), nullptr);
+    names.insert(path_state_name(s));
+  }
+  EXPECT_EQ(names.size(), 3u);
+  EXPECT_EQ(std::string(path_state_name(PathState::Failed)), "FAILED");
+  // Results and completion statuses too: every value has its own name (a Result's is its enumerator).
+  names.clear();
+  for (int r = 0; r >= -8; --r) {
+    ASSERT_NE(result_name(Result(r)), nullptr) << r;
+    names.insert(result_name(Result(r)));
+  }
+  EXPECT_EQ(names.size(), 9u);
+  EXPECT_EQ(std::string(result_name(Result::Busy)), "Busy");
+  EXPECT_EQ(std::string(result_name(Result::NoResources)), "NoResources");
+  names.clear();
+  for (int st = 0; st <= int(Status::Canceled); ++st) {
+    ASSERT_NE(status_name(Status(st)), nullptr) << st;
+    names.insert(status_name(Status(st)));
+  }
+  EXPECT_EQ(names.size(), size_t(Status::Canceled) + 1);
+}
+
+// The queries about a connection answer 0 (or nothing) for an ID that names none, and the negotiated
+// values for one that does.
+TEST(EngineApi, QueriesAboutAnUnknownConnectionAnswerZero) {
+  EnginePair net;
+  net.setup();
+  ASSERT_NE(net.conn[0], 0u);
+  const uint32_t unknown = net.conn[0] ^ 0x5a5a5a5au;
+  EXPECT_EQ(net.dev(0).path_count(unknown), 0u);
+  EXPECT_EQ(net.dev(0).stream_count(unknown), 0u);
+  EXPECT_EQ(net.dev(0).max_payload(unknown), 0u);
+  EXPECT_EQ(net.dev(0).path_count(net.conn[0]), 4u);
+  EXPECT_EQ(net.dev(0).stream_count(net.conn[0]), 4u);
+  EXPECT_EQ(net.dev(0).max_payload(net.conn[0]), 4096u);
+}
+
+TEST(EngineConfig, R_RTO_3_TimerRangesAreValidatedAtOpen) {
+  io::MemLoop loop(io::MemLoop::Options{});
+  io::ManualClock clock;
+  const auto opens = [&](auto change) {
+    DeviceConfig c = engine_config(0);
+    change(c);
+    Result err = Result::Ok;
+    const bool ok = Device::open(c, loop.port(0), clock, &err) != nullptr;
+    EXPECT_EQ(err, ok ? Result::Ok : Result::InvalidArgument);
+    return ok;
+  };
+  EXPECT_FALSE(opens([](DeviceConfig& c) { c.rto_min_us = 0; }));
+  EXPECT_FALSE(opens([](DeviceConfig& c) { c.rto_init_us = 0; }));
+  EXPECT_FALSE(opens([](DeviceConfig& c) { c.rto_min_us = c.rto_max_us + 1; }));
+  EXPECT_TRUE(opens([](DeviceConfig& c) { c.rto_min_us = c.rto_max_us; }));
+  EXPECT_TRUE(opens([](DeviceConfig& c) { c.rto_min_us = 1; }));
 }
 
 // [R-SEC-12]: a source holds at most half the table in connections it has not used; using one
@@ -314,6 +697,34 @@ TEST(EngineConn, R_CONN_5_IdleConnectionStateIsSmallAndBounded) {
   std::printf("idle connection (4 paths, 4 streams): %llu bytes (base %llu, per path %llu, per stream %llu)\n",
               (unsigned long long)u.connection_bytes, (unsigned long long)MemoryUsage::connection_base_bytes(),
               (unsigned long long)MemoryUsage::per_path_bytes(), (unsigned long long)MemoryUsage::per_stream_bytes());
+}
+
+// [R-CONN-5] A connection's one allocation holds its paths, its streams and their bitmaps: two bits
+// per path and one per stream plus the response slot, in 64-bit words. At the word boundaries the
+// allocation must still have room for every bit (a word short would be written past its end).
+TEST(EngineConn, R_CONN_5_TheConnectionsAllocationHoldsEveryBitmapWord) {
+  const auto words = [](uint64_t bits) { return (bits + 63) / 64; };
+  for (auto [paths, streams] : {std::pair<uint16_t, uint16_t>{1, 63},
+                                {1, 64},
+                                {1, 65},
+                                {1, 127},
+                                {1, 128},
+                                {63, 1},
+                                {64, 1},
+                                {65, 1},
+                                {128, 4}}) {
+    DeviceConfig a = engine_config(0), b = engine_config(1);
+    a.offer.paths = b.offer.paths = paths;
+    a.offer.streams = b.offer.streams = streams;
+    EnginePair net(a, b);
+    net.setup();
+    ASSERT_NE(net.conn[0], 0u) << paths << " paths, " << streams << " streams";
+    ASSERT_EQ(net.dev(0).path_count(net.conn[0]), paths);
+    const uint64_t least = MemoryUsage::connection_base_bytes() + paths * MemoryUsage::per_path_bytes() +
+                           streams * MemoryUsage::per_stream_bytes() + 8 * (2 * words(paths) + words(streams + 1u));
+    EXPECT_GE(net.dev(0).memory_usage().connection_bytes, least) << paths << " paths, " << streams << " streams";
+    EXPECT_GE(net.dev(1).memory_usage().connection_bytes, least) << paths << " paths, " << streams << " streams";
+  }
 }
 
 // A mixed workload (Writes, Sends, Reads, Write-imms on every stream, both directions) under random

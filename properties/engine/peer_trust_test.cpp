@@ -106,6 +106,46 @@ TEST(PeerTrust, R_ACK_10_AnAckBeyondSnxtAcknowledgesNothing) {
   EXPECT_EQ(net.dev(0).counters().invalid_acks, invalid);
 }
 
+// [R-ACK-10] drops only the SACK bits that name unsent PSNs: the bit of the last PSN sent, SNXT - 1,
+// still acknowledges it (mutant send_window.cpp `prefix(t.snxt - cpsn - 2)` clipped it too).
+TEST(PeerTrust, R_ACK_10_ClippingASackKeepsTheBitOfTheLastSentPsn) {
+  EnginePair net;
+  net.setup();
+  Tap tap;
+  tap.attach(net);
+  net.fill(0, kSrc, 65536, 9);
+  ASSERT_EQ(write(net, 1, 4096, 0), Result::Ok);
+  net.run(net.now() + 2000, [&] { return net.completions[0].size() == 1; });
+  const fast::Fields ack = tap.fields(1);
+
+  tap.drop_data = true;
+  ASSERT_EQ(write(net, 2, 32768, 4096), Result::Ok);
+  net.run(net.now() + 3);  // the whole window is in flight and lost
+  const auto before = net.dev(0).path_info(net.conn[0], 0);
+  ASSERT_TRUE(before);
+  ASSERT_GE(before->in_flight, 2u);
+  ASSERT_EQ(before->suna, ack.cpsn + 1) << "the stale ACK's CPSN is the last acknowledged PSN";
+  const uint32_t last_sent_bit = before->snxt - 1 - ack.cpsn - 1;  // bit i names CPSN + 1 + i
+
+  fast::Fields f = ack;  // bits for SNXT - 1 (sent) and SNXT (never sent)
+  f.sack = {};
+  fast::sack_set(f.sack.data(), last_sent_bit);
+  fast::sack_set(f.sack.data(), last_sent_bit + 1);
+  const uint64_t clipped = net.dev(0).counters().sack_beyond_snxt;
+  inject(net, 0, f);
+  EXPECT_EQ(net.dev(0).counters().sack_beyond_snxt, clipped + 1);
+  const auto after = net.dev(0).path_info(net.conn[0], 0);
+  ASSERT_TRUE(after);
+  EXPECT_LT(after->in_flight, before->in_flight) << "the bit of SNXT - 1 was dropped with the unsent one";
+
+  // The forged bit for SNXT - 1 is believed (an ACK in the window is the peer's word; only bits for
+  // unsent PSNs are refused), so that PSN's bytes never reach B; the Write still completes once.
+  tap.drop_data = false;
+  net.run(net.now() + 200000, [&] { return net.completions[0].size() == 2; });
+  ASSERT_EQ(net.completions[0].size(), 2u);
+  EXPECT_EQ(net.completions[0][1].wr_id, 2u);
+}
+
 fast::Fields control_from(const fast::Fields& real, fast::Opcode op) {
   fast::Fields f = real;
   f.opcode = uint8_t(op);
@@ -297,6 +337,53 @@ TEST(PeerTrust, R_CONN_2_IsnsAndConnectionIdsAreUnpredictable) {
     EXPECT_EQ(s1[i].scid, s2[i].scid);
     EXPECT_NE(s1[i].isn, s3[i].isn);
   }
+}
+
+// [R-MEM-1] Keys are a keyed pseudo-random permutation of slot and generation: across 64 registrations
+// every one of the 32 bits of lkeys and of rkeys takes both values. A weak round function (one that
+// never sets some bit) would leave bits that follow the slot number linearly, so one key would tell
+// another's bits.
+TEST(PeerTrust, R_MEM_1_EveryBitOfTheKeysVaries) {
+  EnginePair net;
+  std::vector<uint8_t> mem(64 * 4096);
+  uint32_t lk_or = 0, lk_and = ~0u, rk_or = 0, rk_and = ~0u;
+  std::set<uint32_t> keys;
+  for (int i = 0; i < 64; ++i) {
+    MemoryRegion mr;
+    ASSERT_EQ(net.dev(0).reg_mr(mem.data() + i * 4096, 4096, access::kRemoteWrite | access::kLocalWrite, &mr),
+              Result::Ok);
+    lk_or |= mr.lkey;
+    lk_and &= mr.lkey;
+    rk_or |= mr.rkey;
+    rk_and &= mr.rkey;
+    keys.insert(mr.lkey);
+    keys.insert(mr.rkey);
+  }
+  EXPECT_EQ(keys.size(), 128u);
+  EXPECT_EQ(lk_or, ~0u) << std::hex << "lkey bits never set: " << ~lk_or;
+  EXPECT_EQ(lk_and, 0u) << std::hex << "lkey bits always set: " << lk_and;
+  EXPECT_EQ(rk_or, ~0u) << std::hex << "rkey bits never set: " << ~rk_or;
+  EXPECT_EQ(rk_and, 0u) << std::hex << "rkey bits always set: " << rk_and;
+}
+
+// [R-MEM-1] A key names its region's slot through the keyed permutation, for every slot the table
+// allows (up to 2^24): a region in slot 65,536 or above (past 16 bits) is found by its lkey too.
+TEST(PeerTrust, R_MEM_1_KeysOfSlotsPast16BitsResolve) {
+  DeviceConfig a = engine_config(0);
+  a.max_regions = (1u << 16) + 8;
+  EnginePair net(a, engine_config(1));
+  net.setup();
+  ASSERT_NE(net.conn[0], 0u);
+  std::vector<uint8_t> mem(4096);
+  MemoryRegion last{};
+  for (uint32_t i = 0; i < (1u << 16); ++i)
+    ASSERT_EQ(net.dev(0).reg_mr(mem.data(), mem.size(), access::kLocalWrite, &last), Result::Ok) << i;
+  // setup() registered slot 0; the last one above is slot 65,536.
+  EXPECT_EQ(net.dev(0).post_write(net.conn[0], 0, 1, Sge{last.iova, 64, last.lkey}, EnginePair::kBase, net.mr[1].rkey),
+            Result::Ok);
+  net.run(net.now() + 1000, [&] { return !net.completions[0].empty(); });
+  ASSERT_EQ(net.completions[0].size(), 1u);
+  EXPECT_EQ(net.completions[0][0].status, Status::Success);
 }
 
 }  // namespace

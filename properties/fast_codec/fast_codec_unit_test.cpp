@@ -315,8 +315,12 @@ TEST(FastCodec, R_VAL_1_Check4_IpVersion) {
   for (bool v6 : {false, true})
     for (uint8_t ver : {uint8_t(0), uint8_t(5), uint8_t(15), uint8_t(v6 ? 4 : 6)}) {
       Fields f = write_fields(v6);
+      const uint8_t plain = build(f, kPay8)[14];
       f.raw.ip_version = ver;
-      EXPECT_EQ(dec(build(f, kPay8)), Error::IpVersion) << v6 << " " << int(ver);
+      const Bytes b = build(f, kPay8);
+      EXPECT_EQ(dec(b), Error::IpVersion) << v6 << " " << int(ver);
+      // The override is exactly the version nibble: the low nibble (IHL; IPv6's traffic class) stays.
+      EXPECT_EQ(b[14], uint8_t((ver << 4) | (plain & 0x0F))) << v6 << " " << int(ver);
     }
 }
 
@@ -343,7 +347,10 @@ TEST(FastCodec, R_VAL_1_Check6_IpLength) {
   // Frame longer than the IP packet (Ethernet padding) is fine ([R-ENC-8]).
   Fields f = write_fields(false);
   f.raw.eth_padding = 17;
-  EXPECT_EQ(dec(build(f, kPay8)), Error::None);
+  const Bytes padded = build(f, kPay8);
+  EXPECT_EQ(dec(padded), Error::None);
+  ASSERT_EQ(padded.size(), build(write_fields(false), kPay8).size() + 17);
+  for (size_t i = padded.size() - 17; i < padded.size(); ++i) EXPECT_EQ(padded[i], 0) << "padding is zeros";
   // Lower bound exactly: total length 28 passes check 6 (then UDP says TransportLength).
   f = write_fields(false);
   f.raw.ip_length = 28;

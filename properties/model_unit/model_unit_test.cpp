@@ -103,6 +103,101 @@ TEST(ModelConn, R_CONN_7_GracefulCloseFlushesPeerReceives) {
   EXPECT_EQ(net.b().connection_state(net.conn[1]), ConnState::Closed);
 }
 
+// The model's memory (the oracle every byte-exact check reads): a registered range reads back what
+// was written, and a range outside every region reads nothing.
+TEST(ModelMemory, ReadMemoryReturnsTheRegionsBytes) {
+  Pair net;
+  net.setup();
+  net.fill(0, kSrc + 100, 300, 7);
+  const auto bytes = net.a().read_memory(kSrc + 100, 300);
+  ASSERT_TRUE(bytes.has_value());
+  ASSERT_EQ(bytes->size(), 300u);
+  for (size_t i = 0; i < 300; ++i) ASSERT_EQ((*bytes)[i], uint8_t(7 + i * 7 + (i >> 8))) << i;
+  EXPECT_FALSE(net.a().read_memory(0x10, 4).has_value());
+  EXPECT_FALSE(net.a().read_memory(kSrc + (1 << 20) - 2, 4).has_value()) << "past the region's end";
+}
+
+// [R-CONN-7] An abort flushes every unfinished send at once, on every stream, each completed exactly
+// once, and the peer closes too.
+TEST(ModelConn, R_CONN_7_AbortFlushesEveryStreamAtOnce) {
+  Pair net;
+  net.setup();
+  net.filter = [&](int from, const ref::Packet& p, std::vector<uint8_t>&) { return !(from == 0 && data_pkt(p)); };
+  for (uint16_t st = 0; st < 4; ++st) post_write(net, 1 + st, 60000, st, st * 65536u);
+  net.run(net.now() + 10);
+  net.handle(0, Close{net.conn[0], true});
+  ASSERT_EQ(net.completions[0].size(), 4u);
+  std::map<uint64_t, int> seen;
+  for (const auto& c : net.completions[0]) {
+    EXPECT_EQ(c.status, Status::Flushed) << "wr " << c.wr_id;
+    ++seen[c.wr_id];
+  }
+  EXPECT_EQ(seen.size(), 4u);
+  net.run(net.now() + 5000, [&] { return net.b().connection_state(net.conn[1]) == ConnState::Closed; });
+  EXPECT_EQ(net.b().connection_state(net.conn[1]), ConnState::Closed);
+  EXPECT_EQ(net.completions[0].size(), 4u);
+}
+
+// [R-CONN-6] A keep-alive goes on an ACTIVE path, or on path 0 when none is ACTIVE: here every path
+// has turned SUSPECT (its data is lost) before the keep-alive falls due.
+TEST(ModelConn, R_CONN_6_AKeepAliveWithNoActivePathGoesOnPathZero) {
+  Config ca = Pair::config_for(0);
+  ca.keepalive_us = 3000;
+  Pair net(ca);
+  net.setup();
+  net.filter = [&](int from, const ref::Packet& p, std::vector<uint8_t>&) { return !(from == 0 && data_pkt(p)); };
+  for (uint16_t st = 0; st < 4; ++st) post_write(net, 1 + st, 20000, st, st * 65536u);
+  const size_t before = net.sent[0].size();
+  net.run(net.now() + 20000);
+  int probes = 0;
+  for (size_t i = before; i < net.sent[0].size(); ++i) {
+    const ref::Packet& p = net.sent[0][i];
+    if (p.opcode != ref::Opcode::Probe || !(p.flags & ref::kFlagAr)) continue;
+    ++probes;
+    EXPECT_LT(p.path_id, 4u) << "a keep-alive on a path the connection does not have";
+  }
+  EXPECT_GT(probes, 0);
+}
+
+// [R-REL-4] (L1) and [R-HDR-20] at the bitmap's far end: with a full window of 256 PSNs outstanding on
+// a path, an ACK whose only SACK bit is bit 255 (the last PSN of the window) acknowledges that PSN and
+// declares every earlier one lost (each was sent once, and a later PSN arrived).
+TEST(ModelAck, R_REL_4_SackBit255CountsForTheGapRule) {
+  Config ca = Pair::config_for(0), cb = Pair::config_for(1);
+  ca.path_count = cb.path_count = 1;
+  ca.max_payload = cb.max_payload = 256;  // a window of 256 PSNs is 64 KiB: it fills within the tail probe's delay
+  Pair net(ca, cb);
+  net.setup(4 << 20);
+  std::vector<uint8_t> ack_frame;
+  bool freeze = false;
+  net.filter = [&](int from, const ref::Packet& p, std::vector<uint8_t>& f) {
+    if (from == 1 && p.opcode == ref::Opcode::Ack) ack_frame = f;
+    return !freeze;
+  };
+  // Grow the window to its cap (256): keep the path busy until cwnd gets there.
+  uint64_t wr = 1;
+  for (int round = 0; round < 4000 && net.a().path_view(net.conn[0], 0)->cwnd < 256; ++round) {
+    if (net.a().outstanding_work(net.conn[0]) < 4) post_write(net, wr++, 1 << 20, 0, 0);
+    net.run(net.now() + 50);
+  }
+  ASSERT_GE(net.a().path_view(net.conn[0], 0)->cwnd, 256u);
+  // Freeze the network and fill the window.
+  freeze = true;
+  for (int i = 0; i < 8; ++i) post_write(net, wr++, 1 << 20, 0, 0);
+  net.run(net.now() + 20);
+  const PathView before = *net.a().path_view(net.conn[0], 0);
+  ASSERT_EQ(before.snxt - before.suna, 256u);
+  ASSERT_FALSE(ack_frame.empty());
+  ref::Packet ack = ref::decode(ack_frame).packet;
+  ack.cpsn = before.suna - 1;
+  ack.sack = {};
+  ack.sack[31] = 0x01;  // bit 255: PSN SUNA + 255, the window's last
+  net.apply(0, net.a().handle(net.now(), Receive{ref::encode(ack, {})}));
+  const PathView after = *net.a().path_view(net.conn[0], 0);
+  EXPECT_EQ(net.a().counters().sack_beyond_snxt, 0u);
+  EXPECT_EQ(after.retransmissions - before.retransmissions, 255u)
+      << "PSNs SUNA .. SUNA + 254 are lost by the gap rule: PSN SUNA + 255 arrived after them";
+}
 }  // namespace
 }  // namespace mroce::model::testing
 

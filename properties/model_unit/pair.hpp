@@ -4,6 +4,8 @@
 // that a unit test can say "drop exactly the data packet with PSN X" in one line.
 #pragma once
 
+#include <gtest/gtest.h>
+
 #include <functional>
 #include <map>
 #include <optional>
@@ -117,8 +119,12 @@ class Pair {
     handle(side, WriteMemory{va, bytes});
   }
 
+  // The bytes of [va, va + n) of a registered region; a range outside every region is a test bug
+  // (two failed reads would otherwise compare equal).
   std::vector<uint8_t> mem(int side, uint64_t va, size_t n) {
-    return ep_[side]->read_memory(va, n).value_or(std::vector<uint8_t>{});
+    auto bytes = ep_[side]->read_memory(va, n);
+    if (!bytes) ADD_FAILURE() << "side " << side << ": [" << va << ", +" << n << ") is in no registered region";
+    return bytes.value_or(std::vector<uint8_t>{});
   }
 
  private:

@@ -315,12 +315,9 @@ void EndpointState::on_ack(Connection& c, uint16_t path, const ref::Packet& ack)
     c.hint_time = now;
     if (c.keepalive_outstanding && ack.ts_echo == c.keepalive_ts) c.keepalive_outstanding = false;
 
-    // [R-ACK-9]: an older ACK never moves state backwards; its set bits are still true.
-    if (!t.have_cpsn || serial_lt(t.highest_cpsn, ack.cpsn)) {
-        t.highest_cpsn = ack.cpsn;
-        t.have_cpsn = true;
-    }
-    // Which PSNs this ACK acknowledges [R-REL-3]; the highest of them for the gap rule.
+    // Which PSNs this ACK acknowledges [R-REL-3]; the highest of them for the gap rule. [R-ACK-9]: an
+    // older ACK never moves state backwards: PSNs are only ever marked acknowledged, never unmarked,
+    // so its set bits still count.
     auto acknowledged = [&](uint32_t psn) {
         if (serial_le(psn, ack.cpsn)) return true;
         const uint32_t i = psn - ack.cpsn - 1;

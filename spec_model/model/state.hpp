@@ -94,8 +94,6 @@ struct PathTx {
     bool in_decrease = false;
     uint32_t decrease_end = 0;
     uint32_t last_ce = 0;
-    uint32_t highest_cpsn = 0;
-    bool have_cpsn = false;
     // RTT [R-RTO-1..3]
     bool have_sample = false;
     uint32_t srtt = 0, rttvar = 0, rto = 0;

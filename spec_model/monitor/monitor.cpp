@@ -147,8 +147,7 @@ struct TxPath {
         uint32_t open_snxt = 0, open_inflight = 0;  // SNXT and PSNs in flight just before that ACK
     };
     std::vector<Cc> cc{Cc{}};
-    uint32_t last_ce = 0, highest_cpsn = 0;
-    bool have_cpsn = false;
+    uint32_t last_ce = 0;
     PathState state = PathState::Active;
     uint32_t consecutive_repaths = 0, backoff = 0;
     bool have_sample = false;
@@ -1606,10 +1605,6 @@ struct Monitor::State {
         d.ceiling = a.rate_hint;
         d.hint_time = now;
         d.hint_frame = number;
-        if (!t.have_cpsn || slt(t.highest_cpsn, a.cpsn)) {
-            t.highest_cpsn = a.cpsn;
-            t.have_cpsn = true;
-        }
         // [R-ACK-10]: SACK bits naming PSNs never sent count as zero, for the gap rule too.
         auto sent = [&](uint32_t i) { return slt(a.cpsn + 1 + i, t.snxt); };
         auto acknowledged = [&](uint32_t psn) {
