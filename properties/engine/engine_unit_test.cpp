@@ -26,6 +26,27 @@ Result write(EnginePair& net, uint64_t wr, uint32_t len, uint16_t stream = 0, ui
 
 bool done_a(EnginePair& net, size_t n = 1) { return net.completions[0].size() >= n; }
 
+// Opens another connection from side `from`; net.conn[] then names it on both sides. True once both
+// sides have it.
+bool connect_again(EnginePair& net, int from = 0) {
+  net.conn[0] = net.conn[1] = 0;
+  uint32_t id = 0;
+  if (net.dev(from).connect(net.dev(1 - from).config().self, &id) != Result::Ok) return false;
+  net.run(net.now() + 1000, [&] { return net.conn[0] != 0 && net.conn[1] != 0; });
+  return net.conn[from] == id && net.conn[1 - from] != 0;
+}
+
+// A 10-byte Send of A's on (conn, stream) that finds no receive gives up (RnrRetryExceeded); then its
+// VOIDs reach B, which remembers the RSN as canceled [R-REL-9].
+void send_gives_up(EnginePair& net, uint32_t conn, uint16_t stream, uint64_t wr) {
+  const size_t n = net.completions[0].size();
+  ASSERT_EQ(net.dev(0).post_send(conn, stream, wr, Sge{kSrc, 10, net.mr[0].lkey}), Result::Ok);
+  net.run(net.now() + 100000, [&] { return net.completions[0].size() > n; });
+  ASSERT_EQ(net.completions[0].size(), n + 1);
+  EXPECT_EQ(net.completions[0].back().status, Status::RnrRetryExceeded);
+  net.run(net.now() + 100);  // the VOIDs arrive
+}
+
 TEST(EngineWindow, R_PSN_3_OutOfWindowDroppedAndDuplicatesNotPlacedTwice_R_REL_8) {
   EnginePair net;
   net.setup();
@@ -164,11 +185,7 @@ TEST(EngineConn, R_CONN_2_ARecycledSlotAnswersOnlyToItsNewId) {
   net.register_regions();
   std::vector<uint8_t> old_frame;
   for (int cycle = 0; cycle < 6; ++cycle) {
-    net.conn[0] = net.conn[1] = 0;
-    uint32_t id = 0;
-    ASSERT_EQ(net.dev(0).connect(net.dev(1).config().self, &id), Result::Ok) << "cycle " << cycle;
-    net.run(net.now() + 1000, [&] { return net.conn[0] != 0 && net.conn[1] != 0; });
-    ASSERT_NE(net.conn[1], 0u) << "cycle " << cycle;
+    ASSERT_TRUE(connect_again(net)) << "cycle " << cycle;
     if (cycle == 0)
       net.loop().filter = [&, inner = net.loop().filter](int from, const uint8_t* f, uint32_t len) {
         fast::PacketView v;
@@ -309,12 +326,7 @@ TEST(EnginePools, R_CONN_7_AnAbortReturnsQueuedReadResponsesToThePool) {
   net.run(net.now() + 10000, [&] { return net.dev(0).connection_state(net.conn[0]) == ConnState::Closed; });
   ASSERT_EQ(net.completions[0].size(), 4u);
   // B reconnects and uses its whole pool again.
-  const uint32_t old_b = net.conn[1];
-  net.conn[0] = net.conn[1] = 0;
-  uint32_t id = 0;
-  ASSERT_EQ(net.dev(1).connect(net.dev(0).config().self, &id), Result::Ok);
-  net.run(net.now() + 1000, [&] { return net.conn[0] != 0 && net.conn[1] != 0 && net.conn[1] != old_b; });
-  ASSERT_EQ(net.conn[1], id);
+  ASSERT_TRUE(connect_again(net, /*from=*/1));
   for (uint64_t i = 0; i < 4; ++i)
     EXPECT_EQ(write(net, 20 + i, 1000, uint16_t(i), i * 4096, /*from=*/1), Result::Ok) << "post " << i;
 }
@@ -329,12 +341,8 @@ TEST(EnginePools, R_SEC_11_ACanceledRsnGivesItsShareBackWhenItsReceiveIsPosted) 
   net.setup();
   ASSERT_NE(net.conn[1], 0u);
   for (uint64_t cycle = 0; cycle < 4; ++cycle) {
-    const size_t a0 = net.completions[0].size(), b0 = net.completions[1].size();
-    ASSERT_EQ(net.dev(0).post_send(net.conn[0], 0, 100 + cycle, Sge{kSrc, 10, net.mr[0].lkey}), Result::Ok);
-    net.run(net.now() + 100000, [&] { return net.completions[0].size() > a0; });
-    ASSERT_EQ(net.completions[0].size(), a0 + 1) << "cycle " << cycle;
-    EXPECT_EQ(net.completions[0].back().status, Status::RnrRetryExceeded) << "cycle " << cycle;
-    net.run(net.now() + 100);  // the VOIDs arrive
+    const size_t b0 = net.completions[1].size();
+    ASSERT_NO_FATAL_FAILURE(send_gives_up(net, net.conn[0], 0, 100 + cycle)) << "cycle " << cycle;
     ASSERT_EQ(net.dev(1).post_recv(net.conn[1], 0, 200 + cycle, Sge{kDst, 64, net.mr[1].lkey}), Result::Ok);
     net.run(net.now() + 1000, [&] { return net.completions[1].size() > b0; });
     ASSERT_EQ(net.completions[1].size(), b0 + 1) << "cycle " << cycle;
@@ -351,26 +359,14 @@ TEST(EngineConn, R_REL_9_ACanceledRsnCancelsOnlyItsOwnConnectionsReceive) {
   net.setup();
   ASSERT_NE(net.conn[1], 0u);
   const uint32_t a1 = net.conn[0], b1 = net.conn[1];
-  // The second connection.
-  net.conn[0] = net.conn[1] = 0;
-  uint32_t id = 0;
-  ASSERT_EQ(net.dev(0).connect(net.dev(1).config().self, &id), Result::Ok);
-  net.run(net.now() + 1000, [&] { return net.conn[0] != 0 && net.conn[1] != 0; });
+  ASSERT_TRUE(connect_again(net));  // the second connection
   const uint32_t a2 = net.conn[0], b2 = net.conn[1];
   ASSERT_NE(a2, a1);
   ASSERT_NE(b2, b1);
   // On the first connection a Send gives up; B remembers its RSN 0 as canceled.
-  ASSERT_EQ(net.dev(0).post_send(a1, 0, 1, Sge{kSrc, 10, net.mr[0].lkey}), Result::Ok);
-  net.run(net.now() + 100000, [&] { return !net.completions[0].empty(); });
-  ASSERT_EQ(net.completions[0].size(), 1u);
-  EXPECT_EQ(net.completions[0][0].status, Status::RnrRetryExceeded);
-  net.run(net.now() + 100);
+  ASSERT_NO_FATAL_FAILURE(send_gives_up(net, a1, 0, 1));
   // The second connection holds a canceled RSN too (stream 1), so it looks its receives up.
-  ASSERT_EQ(net.dev(0).post_send(a2, 1, 5, Sge{kSrc, 10, net.mr[0].lkey}), Result::Ok);
-  net.run(net.now() + 100000, [&] { return net.completions[0].size() >= 2; });
-  ASSERT_EQ(net.completions[0].size(), 2u);
-  EXPECT_EQ(net.completions[0][1].status, Status::RnrRetryExceeded);
-  net.run(net.now() + 100);
+  ASSERT_NO_FATAL_FAILURE(send_gives_up(net, a2, 1, 5));
   // RSN 0 of stream 0 on the second connection is another receive: it waits for its Send.
   ASSERT_EQ(net.dev(1).post_recv(b2, 0, 2, Sge{kDst, 64, net.mr[1].lkey}), Result::Ok);
   net.run(net.now() + 100);
@@ -397,11 +393,7 @@ TEST(EnginePools, R_SEC_11_ReceiveEntriesHeldAtTheEndGoBackToThePool) {
   EnginePair net(engine_config(0), b);
   net.setup();
   ASSERT_NE(net.conn[1], 0u);
-  ASSERT_EQ(net.dev(0).post_send(net.conn[0], 0, 1, Sge{kSrc, 10, net.mr[0].lkey}), Result::Ok);
-  net.run(net.now() + 100000, [&] { return !net.completions[0].empty(); });
-  ASSERT_EQ(net.completions[0].size(), 1u);
-  EXPECT_EQ(net.completions[0][0].status, Status::RnrRetryExceeded);
-  net.run(net.now() + 100);  // B remembers RSN 0 as canceled: one entry of its pool
+  ASSERT_NO_FATAL_FAILURE(send_gives_up(net, net.conn[0], 0, 1));  // B remembers RSN 0: one pool entry
   // And a receive too short for its Send, kept after its LocalLength completion ([R-SEC-7]).
   ASSERT_EQ(net.dev(1).post_recv(net.conn[1], 1, 2, Sge{kDst, 10, net.mr[1].lkey}), Result::Ok);
   ASSERT_EQ(net.dev(0).post_send(net.conn[0], 1, 3, Sge{kSrc, 100, net.mr[0].lkey}), Result::Ok);
@@ -412,10 +404,7 @@ TEST(EnginePools, R_SEC_11_ReceiveEntriesHeldAtTheEndGoBackToThePool) {
   ASSERT_EQ(net.dev(0).close(net.conn[0], true), Result::Ok);
   net.run(net.now() + 10000, [&] { return net.dev(1).connection_state(old_b) == ConnState::Closed; });
   ASSERT_EQ(net.dev(1).connection_state(old_b), ConnState::Closed);
-  net.conn[0] = net.conn[1] = 0;
-  uint32_t id = 0;
-  ASSERT_EQ(net.dev(0).connect(net.dev(1).config().self, &id), Result::Ok);
-  net.run(net.now() + 1000, [&] { return net.conn[0] != 0 && net.conn[1] != 0 && net.conn[1] != old_b; });
+  ASSERT_TRUE(connect_again(net));
   ASSERT_NE(net.conn[1], old_b);
   for (uint64_t i = 0; i < 4; ++i)
     EXPECT_EQ(net.dev(1).post_recv(net.conn[1], uint16_t(i), 10 + i, Sge{kDst + i * 4096, 64, net.mr[1].lkey}),

@@ -48,18 +48,24 @@ struct Tap {
   }
 };
 
+// Connects, taps the frames, and completes a first 4 KiB Write from A; *ack is B's last ACK for it.
+void first_write_acked(EnginePair& net, Tap& tap, uint8_t fill_seed, fast::Fields* ack) {
+  net.setup();
+  tap.attach(net);
+  net.fill(0, kSrc, 65536, fill_seed);
+  ASSERT_EQ(write(net, 1, 4096, 0), Result::Ok);
+  net.run(net.now() + 2000, [&] { return net.completions[0].size() == 1; });
+  ASSERT_FALSE(tap.last[1].empty());
+  *ack = tap.fields(1);
+}
+
 // Silent data loss before [R-ACK-10]: an ACK whose CPSN is beyond SNXT acknowledged every outstanding
 // PSN, and a Write whose data was all dropped completed Success.
 TEST(PeerTrust, R_ACK_10_AnAckBeyondSnxtAcknowledgesNothing) {
   EnginePair net;
-  net.setup();
   Tap tap;
-  tap.attach(net);
-  net.fill(0, kSrc, 65536, 7);
-  ASSERT_EQ(write(net, 1, 4096, 0), Result::Ok);
-  net.run(net.now() + 2000, [&] { return net.completions[0].size() == 1; });
-  ASSERT_FALSE(tap.last[1].empty());
-  const fast::Fields ack = tap.fields(1);
+  fast::Fields ack;
+  ASSERT_NO_FATAL_FAILURE(first_write_acked(net, tap, 7, &ack));
 
   tap.drop_data = true;
   ASSERT_EQ(write(net, 2, 32768, 4096), Result::Ok);
@@ -110,13 +116,9 @@ TEST(PeerTrust, R_ACK_10_AnAckBeyondSnxtAcknowledgesNothing) {
 // still acknowledges it (mutant send_window.cpp `prefix(t.snxt - cpsn - 2)` clipped it too).
 TEST(PeerTrust, R_ACK_10_ClippingASackKeepsTheBitOfTheLastSentPsn) {
   EnginePair net;
-  net.setup();
   Tap tap;
-  tap.attach(net);
-  net.fill(0, kSrc, 65536, 9);
-  ASSERT_EQ(write(net, 1, 4096, 0), Result::Ok);
-  net.run(net.now() + 2000, [&] { return net.completions[0].size() == 1; });
-  const fast::Fields ack = tap.fields(1);
+  fast::Fields ack;
+  ASSERT_NO_FATAL_FAILURE(first_write_acked(net, tap, 9, &ack));
 
   tap.drop_data = true;
   ASSERT_EQ(write(net, 2, 32768, 4096), Result::Ok);

@@ -138,27 +138,6 @@ TEST(ModelConn, R_CONN_7_AbortFlushesEveryStreamAtOnce) {
   EXPECT_EQ(net.completions[0].size(), 4u);
 }
 
-// [R-CONN-6] A keep-alive goes on an ACTIVE path, or on path 0 when none is ACTIVE: here every path
-// has turned SUSPECT (its data is lost) before the keep-alive falls due.
-TEST(ModelConn, R_CONN_6_AKeepAliveWithNoActivePathGoesOnPathZero) {
-  Config ca = Pair::config_for(0);
-  ca.keepalive_us = 3000;
-  Pair net(ca);
-  net.setup();
-  net.filter = [&](int from, const ref::Packet& p, std::vector<uint8_t>&) { return !(from == 0 && data_pkt(p)); };
-  for (uint16_t st = 0; st < 4; ++st) post_write(net, 1 + st, 20000, st, st * 65536u);
-  const size_t before = net.sent[0].size();
-  net.run(net.now() + 20000);
-  int probes = 0;
-  for (size_t i = before; i < net.sent[0].size(); ++i) {
-    const ref::Packet& p = net.sent[0][i];
-    if (p.opcode != ref::Opcode::Probe || !(p.flags & ref::kFlagAr)) continue;
-    ++probes;
-    EXPECT_LT(p.path_id, 4u) << "a keep-alive on a path the connection does not have";
-  }
-  EXPECT_GT(probes, 0);
-}
-
 // [R-REL-4] (L1) and [R-HDR-20] at the bitmap's far end: with a full window of 256 PSNs outstanding on
 // a path, an ACK whose only SACK bit is bit 255 (the last PSN of the window) acknowledges that PSN and
 // declares every earlier one lost (each was sent once, and a later PSN arrived).
