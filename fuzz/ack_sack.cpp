@@ -339,8 +339,14 @@ void bitmap_and_state(const Aeth& a, unsigned shift, const uint8_t* ops, size_t 
     if (want == Arrival::Accepted) {
       const uint32_t mv = m.accept(psn);
       FUZZ_CHECK(d.advanced == mv, when() + ": advanced " + std::to_string(d.advanced) + " vs " + std::to_string(mv));
-      FUZZ_CHECK(d.left_gap == (psn != old_cpsn + 1), when() + ": left_gap");  // [R-ACK-2](c)
-      FUZZ_CHECK(d.filled_gap == (mv > 1), when() + ": filled_gap");           // [R-ACK-2](d)
+      // [R-ACK-2] (c) and (d) against H found by a plain scan of the bitmap before.
+      uint32_t highest = 0;
+      for (uint32_t i = 0; i < 256; ++i)
+        if (old_bits.test(i)) highest = i + 1;
+      const uint32_t distance = psn - old_cpsn;
+      FUZZ_CHECK(d.opened_gap == (distance > highest + 1), when() + ": opened_gap");  // [R-ACK-2](c)
+      FUZZ_CHECK(d.filled_gap == (distance < highest), when() + ": filled_gap");      // [R-ACK-2](d)
+      FUZZ_CHECK(mv <= 1 || d.filled_gap, when() + ": CPSN moved by more than one without filled_gap");
       FUZZ_CHECK(s.received(psn), when() + ": accepted PSN not received");
     } else {
       // [R-PSN-3] duplicates and out-of-window packets change no state.

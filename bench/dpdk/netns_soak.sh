@@ -6,7 +6,8 @@
 # that completed with every byte verified, their mean goodput and retransmissions, and the first
 # error of each failed run. A soak, not a test (root; exit 1 when a run failed).
 #   bench/dpdk/netns_soak.sh PATH/TO/mroce [RUNS] [SECONDS]
-# Environment: PORTS ("af_packet af_xdp" by default), LOSSES ("0 1 10"), MTU (1500), PAYLOAD (1024).
+# Environment: PORTS ("af_packet af_xdp" by default; also net_tap), LOSSES ("0 1 10"), MTU (1500),
+# PAYLOAD (1024).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/../../ci/netns/lib.sh"
@@ -30,6 +31,19 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 netns_up 1 "$mtu" || exit 2
+ns_m=$(netns_switch)
+# net_tap: waits (up to 10 s) for the tap a DPDK process creates, then puts it on plane 0's bridge.
+tap_join() {
+  local t
+  for ((t = 0; t < 100; t++)); do
+    if ip -n "$ns_m" link show "$1" >/dev/null 2>&1; then
+      ip -n "$ns_m" link set "$1" mtu "$mtu" master mbr0 up && return 0
+    fi
+    sleep 0.1
+  done
+  echo "netns_soak.sh: tap $1 never appeared" >&2
+  return 1
+}
 sip=$(netns_ip4 b 0) cip=$(netns_ip4 a 0)
 failed=0
 printf '%-10s %5s %9s %10s %10s  %s\n' port loss completed "Gb/s" retx "errors of failed runs"
@@ -41,14 +55,31 @@ for port in $ports; do
     ok=0 gsum=0 rsum=0 errs=""
     for ((i = 1; i <= runs; i++)); do
       printf '\r%s %s%%: run %d/%d ' "$port" "$loss" "$i" "$runs" >&2
-      ip netns exec "$NS_B" "$mroce" --json perf server --port "$port:$(netns_if b 0)" --mac "$(netns_mac b 0)" \
-        --peer-mac "$(netns_mac a 0)" --ip "$sip" --peer-ip "$cip" -m "$payload" -q --op mixed --lcores 0@0 \
-        --file-prefix "mroce-soaks$$" --timeout $((secs + 30)) >"$dir/s.out" 2>&1 &
-      sp=$!
-      sleep 0.5
-      ip netns exec "$NS_A" "$mroce" --json perf client --port "$port:$(netns_if a 0)" --mac "$(netns_mac a 0)" \
-        --peer-mac "$(netns_mac b 0)" --ip "$cip" --peer-ip "$sip" -m "$payload" -q --op mixed --lcores 0@1 \
-        --file-prefix "mroce-soakc$$" -D "$secs" --timeout $((secs + 25)) >"$dir/c.out" 2>&1
+      if [ "$port" = net_tap ]; then
+        # DPDK's net_tap makes a kernel tap device in the namespace it runs in: both ends run in the
+        # switch namespace, and each tap joins the plane's bridge once it exists (named mx<side>t0,
+        # so the loss rules of netns_loss see its frames). Own MACs: the veths' are on the bridge too.
+        ip netns exec "$ns_m" "$mroce" --json perf server --port "vdev:net_tap,iface=mxbt0" --mac 02:00:00:00:1b:00 \
+          --peer-mac 02:00:00:00:1a:00 --ip "$sip" --peer-ip "$cip" -m "$payload" -q --op mixed --lcores 0@0 \
+          --file-prefix "mroce-soaks$$" --timeout $((secs + 30)) >"$dir/s.out" 2>&1 &
+        sp=$!
+        tap_join mxbt0
+        ip netns exec "$ns_m" "$mroce" --json perf client --port "vdev:net_tap,iface=mxat0" --mac 02:00:00:00:1a:00 \
+          --peer-mac 02:00:00:00:1b:00 --ip "$cip" --peer-ip "$sip" -m "$payload" -q --op mixed --lcores 0@1 \
+          --file-prefix "mroce-soakc$$" -D "$secs" --timeout $((secs + 25)) >"$dir/c.out" 2>&1 &
+        cp=$!
+        tap_join mxat0
+        wait "$cp" 2>/dev/null
+      else
+        ip netns exec "$NS_B" "$mroce" --json perf server --port "$port:$(netns_if b 0)" --mac "$(netns_mac b 0)" \
+          --peer-mac "$(netns_mac a 0)" --ip "$sip" --peer-ip "$cip" -m "$payload" -q --op mixed --lcores 0@0 \
+          --file-prefix "mroce-soaks$$" --timeout $((secs + 30)) >"$dir/s.out" 2>&1 &
+        sp=$!
+        sleep 0.5
+        ip netns exec "$NS_A" "$mroce" --json perf client --port "$port:$(netns_if a 0)" --mac "$(netns_mac a 0)" \
+          --peer-mac "$(netns_mac b 0)" --ip "$cip" --peer-ip "$sip" -m "$payload" -q --op mixed --lcores 0@1 \
+          --file-prefix "mroce-soakc$$" -D "$secs" --timeout $((secs + 25)) >"$dir/c.out" 2>&1
+      fi
       wait "$sp" 2>/dev/null
       read -r verdict g r e < <(python3 - "$dir/c.out" "$dir/s.out" <<'PY'
 import json, sys

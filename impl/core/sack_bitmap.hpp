@@ -283,11 +283,11 @@ enum class Arrival : std::uint8_t {
   OutOfWindow,  // beyond CPSN + 256 (or exactly 2^31 away): dropped and counted, no state change
 };
 
-// What an accepted arrival did, for the ACK triggers of [R-ACK-2] (c) and (d).
+// What an accepted arrival did, for the ACK triggers of [R-ACK-2] (c) and (d).
 struct AcceptDetail {
-  std::uint32_t advanced = 0;  // how far CPSN moved (0 when the PSN left or widened a gap)
-  bool left_gap = false;       // [R-ACK-2](c): accepted PSN was not CPSN + 1
-  bool filled_gap = false;     // [R-ACK-2](d): CPSN moved past previously SACKed PSNs
+  std::uint32_t advanced = 0;  // how far CPSN moved (0 when the PSN opened, extended or filled a gap)
+  bool opened_gap = false;     // [R-ACK-2](c): PSN beyond the highest received + 1 (a new hole below it)
+  bool filled_gap = false;     // [R-ACK-2](d): PSN below the highest received (a hole closed, in part)
 };
 
 // The receiver's sequence state for one path, one direction.
@@ -317,13 +317,14 @@ struct PathReceiveState {
     const Arrival a = classify(psn);
     if (a != Arrival::Accepted) return a;
     const std::uint32_t idx = sack_index(cpsn, psn);
+    const int top = bits.highest_set();  // the highest received PSN is CPSN + 1 + top (CPSN when -1)
     bits.set(idx);
     const unsigned run = bits.leading_ones();
     bits.advance(run);
     cpsn += run;
     detail.advanced = run;
-    detail.left_gap = idx != 0;
-    detail.filled_gap = run > 1;
+    detail.opened_gap = int(idx) > top + 1;
+    detail.filled_gap = int(idx) < top;
     return a;
   }
   Arrival accept(std::uint32_t psn) {

@@ -157,6 +157,7 @@ class Engine {
 
   // ---- liveness and teardown (liveness.cpp) ----
   uint64_t liveness_deadline(const Conn& c) const noexcept;
+  uint64_t peer_failure_at(const Conn& c) const noexcept;
   void liveness_timers(Conn& c) noexcept;
   void liveness_after_transmit(Conn& c) noexcept;
   void on_disconnect(Conn& c, fast::Opcode op) noexcept;
@@ -308,7 +309,21 @@ class Engine {
   uint16_t stream_touched_[256];
   uint32_t n_stream_touched_ = 0;
   uint64_t prealloc_bytes_ = 0;
-  bool unstamped_io_ = false;   // frames without arrival times seen: coalesce overdue timers
+  bool unstamped_io_ = false;  // frames without arrival times seen: coalesce overdue timers
+  // Host stalls seen by progress() on unstamped ports: a gap between two polls longer than
+  // stall_threshold() counts, toward a peer's silence [R-CONN-8], only up to that threshold.
+  struct Stall {
+    uint64_t at = 0;      // the poll that ended it
+    uint64_t excess = 0;  // µs of the gap beyond the threshold
+  };
+  static constexpr uint32_t kStallLog = 16;
+  Stall stalls_[kStallLog] = {};
+  uint32_t n_stalls_ = 0;   // stalls logged so far (the ring keeps the last kStallLog)
+  uint64_t last_poll_ = 0;  // the time read by the previous progress() (when polled_)
+  bool polled_ = false;
+  uint64_t stall_threshold() const noexcept { return cfg_.peer_timeout_us / 4; }
+  void note_poll(uint64_t t) noexcept;
+  uint64_t stalled_since(uint64_t ref) const noexcept;
   bool in_timer_call_ = false;  // inside progress() or advance(): the calls that fire timers
 };
 

@@ -255,6 +255,7 @@ int Engine::progress() noexcept {
   in_timer_call_ = true;
   uint64_t t = clock_.now_us();
   if (t < now_) t = now_;
+  if (unstamped_io_) note_poll(t);  // a long gap since the last poll is a host stall
   int total = 0;
   bool unstamped = false;
   while (total < kRxBudget) {

@@ -6,12 +6,41 @@
 
 namespace mroce::engine {
 
+// A poll of unstamped ports after a gap longer than the stall threshold: the host (or the
+// application) was not listening, and the peer's frames of that time may not exist yet (a peer on
+// the same host stalled too) or sit unread. Logged so that the excess does not count as the peer's
+// silence.
+void Engine::note_poll(uint64_t t) noexcept {
+  if (polled_ && t > last_poll_ + stall_threshold()) {
+    stalls_[n_stalls_ % kStallLog] = {t, t - last_poll_ - stall_threshold()};
+    ++n_stalls_;
+  }
+  last_poll_ = t;
+  polled_ = true;
+}
+
+// The stall excess logged after `ref` (0 in the common case: no stall since).
+uint64_t Engine::stalled_since(uint64_t ref) const noexcept {
+  if (n_stalls_ == 0 || stalls_[(n_stalls_ - 1) % kStallLog].at <= ref) return 0;
+  uint64_t e = 0;
+  const uint32_t kept = std::min(n_stalls_, kStallLog);
+  for (uint32_t i = 0; i < kept; ++i) {
+    const Stall& s = stalls_[(n_stalls_ - 1 - i) % kStallLog];
+    if (s.at <= ref) break;
+    e += s.excess;
+  }
+  return e;
+}
+
+// [R-CONN-8] a peer silent for PEER_TIMEOUT while we wait for it has failed; silent while we
+// listened: a host stall's excess is not counted.
+uint64_t Engine::peer_failure_at(const Conn& c) const noexcept {
+  const uint64_t ref = std::max(c.alive.last_rx, c.alive.waiting_since);
+  return ref + cfg_.peer_timeout_us + stalled_since(ref);
+}
+
 namespace {
 
-// [R-CONN-8] a peer silent for PEER_TIMEOUT while we wait for it has failed.
-uint64_t peer_failure_at(const Conn& c, const DeviceConfig& cfg) noexcept {
-  return std::max(c.alive.last_rx, c.alive.waiting_since) + cfg.peer_timeout_us;
-}
 // [R-CONN-6] a connection silent for KEEPALIVE while we wait for nothing probes its peer.
 uint64_t keepalive_at(const Conn& c, const DeviceConfig& cfg) noexcept {
   return std::max(c.alive.last_rx, c.alive.last_keepalive) + cfg.keepalive_us;
@@ -21,7 +50,7 @@ uint64_t keepalive_at(const Conn& c, const DeviceConfig& cfg) noexcept {
 
 // The liveness part of the connection's next deadline.
 uint64_t Engine::liveness_deadline(const Conn& c) const noexcept {
-  uint64_t d = c.alive.waiting ? peer_failure_at(c, cfg_) : keepalive_at(c, cfg_);
+  uint64_t d = c.alive.waiting ? peer_failure_at(c) : keepalive_at(c, cfg_);
   if (c.state == ConnState::Closing && c.closing.disconnect_sent) d = std::min(d, c.closing.next_disconnect);
   return d;
 }
@@ -34,7 +63,7 @@ uint64_t Engine::disconnect_retry_at(const Conn& c) const noexcept {
 // The liveness timers of a live connection, after its path timers (the model's order).
 void Engine::liveness_timers(Conn& c) noexcept {
   // [R-CONN-8] peer failure
-  if (c.alive.waiting && peer_failure_at(c, cfg_) <= now_) {
+  if (c.alive.waiting && peer_failure_at(c) <= now_) {
     if (c.state == ConnState::Closing && c.closing.disconnect_sent)
       release_closed(c);  // the peer never confirmed the close; nothing is outstanding
     else

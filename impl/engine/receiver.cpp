@@ -407,7 +407,6 @@ void Engine::on_data(Conn& c, uint16_t p, const View& v) noexcept {
         break;
     }
   }
-  const uint32_t cpsn_before = r.st.cpsn;
   core::AcceptDetail det;
   r.st.accept(psn, det);
   r.ts_echo = v.timestamp();                   // [R-ACK-7]
@@ -421,9 +420,7 @@ void Engine::on_data(Conn& c, uint16_t p, const View& v) noexcept {
   }
   // [R-ACK-2]: immediate ACK triggers
   const bool ar = v.ar();
-  const bool made_gap = psn != cpsn_before + 1;
-  const bool filled_gap = uint32_t(r.st.cpsn - cpsn_before) > 1;
-  if (ar || made_gap || filled_gap || ce || is_void) {
+  if (ar || det.opened_gap || det.filled_gap || ce || is_void) {
     send_ack(c, p);
     return;
   }

@@ -84,14 +84,21 @@ RC_GTEST_PROP(CorePathReceiveState, R_PSN_3_MatchesSetReferenceAcrossWrap, ()) {
     (got == Arrival::Accepted ? accepted : got == Arrival::Duplicate ? duplicate : outside)++;
     if (got == Arrival::Accepted) {
       RC_ASSERT(d.advanced == s.cpsn - before.cpsn);
-      RC_ASSERT(d.left_gap == (psn != before.cpsn + 1u));  // [R-ACK-2](c)
-      RC_ASSERT(d.filled_gap == (d.advanced > 1));         // [R-ACK-2](d)
+      // [R-ACK-2] (c) and (d) against H found by a plain scan of the bitmap before: the
+      // distance past CPSN of the highest PSN received, 0 when nothing was SACKed.
+      std::uint32_t highest = 0;
+      for (std::uint32_t i = 0; i < 256; ++i)
+        if (before.bits.test(i)) highest = i + 1;
+      const std::uint32_t distance = psn - before.cpsn;
+      RC_ASSERT(d.opened_gap == (distance > highest + 1));  // [R-ACK-2](c)
+      RC_ASSERT(d.filled_gap == (distance < highest));      // [R-ACK-2](d)
+      if (d.advanced > 1) RC_ASSERT(d.filled_gap);          // the old (d) is a case of the new one
       RC_ASSERT(s.received(psn));
     } else {
       // Duplicates and out-of-window packets change no state ([R-PSN-3], [R-REL-8]).
       RC_ASSERT(s.cpsn == before.cpsn);
       RC_ASSERT(s.bits == before.bits);
-      RC_ASSERT(d.advanced == 0u && !d.left_gap && !d.filled_gap);
+      RC_ASSERT(d.advanced == 0u && !d.opened_gap && !d.filled_gap);
     }
     check_same(s, r);
   }
@@ -124,6 +131,29 @@ RC_GTEST_PROP(CorePathReceiveState, R_PSN_3_ReorderedRunCompletesAcrossWrap, ())
   RC_ASSERT(s.bits.empty());
 }
 
+// [R-ACK-2] (c) and (d), A-34: only the packet that opens a gap and the one that lands below the
+// highest received PSN draw an ACK at once; one that extends the run above a gap does not.
+TEST(CorePathReceiveState, R_ACK_2_OpensAndFillsGapsNotTheRunAbove) {
+  struct Step {
+    std::uint32_t psn;
+    bool opened, filled;
+  };
+  // PSN 0 and 3 lost: 1 opens, 2 extends, 4 opens, 5 extends, 3 fills (above the hole at 0),
+  // 0 fills (CPSN jumps to 5), 6 arrives in order.
+  const Step steps[] = {{1, true, false}, {2, false, false}, {4, true, false}, {5, false, false},
+                        {3, false, true}, {0, false, true},  {6, false, false}};
+  for (std::uint32_t isn : {0u, 0xFFFFFFFCu}) {
+    PathReceiveState s = PathReceiveState::starting_at(isn);
+    for (const Step& st : steps) {
+      mc::AcceptDetail d;
+      ASSERT_EQ(s.accept(isn + st.psn, d), Arrival::Accepted) << st.psn;
+      EXPECT_EQ(d.opened_gap, st.opened) << "psn " << st.psn;
+      EXPECT_EQ(d.filled_gap, st.filled) << "psn " << st.psn;
+    }
+    EXPECT_EQ(s.cpsn, isn + 6u);
+  }
+}
+
 TEST(CorePathReceiveState, R_PSN_3_FullWindowThenAdvanceAll) {
   // Fill indices 1..255 (everything but CPSN + 1), then the missing one: CPSN jumps by 256.
   for (std::uint32_t isn : {0u, 0xFFFFFF00u, 0xFFFFFF80u, 0xFFFFFFFFu}) {
@@ -134,7 +164,7 @@ TEST(CorePathReceiveState, R_PSN_3_FullWindowThenAdvanceAll) {
     mc::AcceptDetail d;
     EXPECT_EQ(s.accept(isn, d), Arrival::Accepted);
     EXPECT_EQ(d.advanced, 256u);
-    EXPECT_FALSE(d.left_gap);
+    EXPECT_FALSE(d.opened_gap);
     EXPECT_TRUE(d.filled_gap);
     EXPECT_EQ(s.cpsn, isn + 255u);
     EXPECT_TRUE(s.bits.empty());

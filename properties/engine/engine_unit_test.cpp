@@ -309,6 +309,40 @@ TEST(EngineTimers, WithoutRxTimestampsAStallFiresTheOverdueTimersOnce) {
   EXPECT_EQ(net.dev(0).connection_state(net.conn[0]), ConnState::Established);
 }
 
+// [R-CONN-8], A-35 (engine choice over ports without rx timestamps): a host stall longer than
+// PEER_TIMEOUT is not the peer's silence. A's data is outstanding (so A waits for B), B is unreachable,
+// and A's host stalls for 100 ms (PEER_TIMEOUT is 50 ms): the poll after the stall keeps the
+// connection; polled on, A still finds B dead, once the silence it listened to reaches PEER_TIMEOUT
+// (the stall counts up to a quarter of it).
+TEST(EngineTimers, WithoutRxTimestampsAHostStallIsNotThePeersSilence) {
+  EnginePair net(engine_config(0), engine_config(1), 0, 16384, /*nic_timestamps=*/false);
+  net.setup();
+  ASSERT_NE(net.conn[0], 0u);
+  net.filter = [](int from, const fast::PacketView& v) {
+    return from == 1 || v.is_data() ? io::Fate::Drop : io::Fate::Deliver;
+  };
+  ASSERT_EQ(write(net, 1, 100), Result::Ok);
+  net.dev(0).progress();
+  const uint64_t stall_end = net.now() + 100000;
+  net.clock().set(stall_end);
+  net.dev(0).progress();
+  EXPECT_EQ(net.dev(0).connection_state(net.conn[0]), ConnState::Established)
+      << "the host's own stall was taken for the peer's silence";
+  const uint64_t timeout = engine_config(0).peer_timeout_us;
+  auto poll_until = [&](uint64_t t) {
+    while (net.now() < t && net.dev(0).connection_state(net.conn[0]) == ConnState::Established) {
+      net.clock().set(net.now() + 1000);
+      net.dev(0).progress();
+    }
+  };
+  poll_until(stall_end + timeout / 2);
+  EXPECT_EQ(net.dev(0).connection_state(net.conn[0]), ConnState::Established)
+      << "failed too early after the stall: " << net.now() - stall_end << " us after it";
+  poll_until(stall_end + timeout + 5000);
+  EXPECT_EQ(net.dev(0).connection_state(net.conn[0]), ConnState::Failed) << "a dead peer was never found";
+  EXPECT_LE(net.now(), stall_end + timeout);
+}
+
 // READ responses waiting to be sent hold entries of the responder's work-request pool; an abort
 // drops them and must give those entries back, or the pool leaks until posts fail.
 TEST(EnginePools, R_CONN_7_AnAbortReturnsQueuedReadResponsesToThePool) {

@@ -166,7 +166,6 @@ void EndpointState::on_data(Connection& c, uint16_t path, const ref::Packet& p, 
         send_ack(c, path);
         return;
     }
-    const uint32_t cpsn_before = r.cpsn;
     const bool is_void = (p.flags & ref::kFlagVoid) != 0;
     const bool ce = p.ecn == 3;
     if (is_void && (p.opcode == ref::Opcode::Send || p.opcode == ref::Opcode::WriteImm) && p.stream_id < c.streams) {
@@ -252,6 +251,10 @@ void EndpointState::on_data(Connection& c, uint16_t path, const ref::Packet& p, 
                 break;
         }
     }
+    // H, the highest PSN received before this one, as its distance past CPSN (0: nothing SACKed).
+    uint32_t highest = 0;
+    for (uint32_t q : r.above) highest = std::max(highest, q - r.cpsn);
+    const uint32_t distance = psn - r.cpsn;
     mark_received(r, psn);
     r.ts_echo = p.timestamp;  // [R-ACK-7]
     if (ce) {
@@ -267,9 +270,9 @@ void EndpointState::on_data(Connection& c, uint16_t path, const ref::Packet& p, 
     }
     // [R-ACK-2]: immediate ACK triggers
     const bool ar = (p.flags & ref::kFlagAr) != 0;
-    const bool made_gap = psn != cpsn_before + 1;
-    const bool filled_gap = uint32_t(r.cpsn - cpsn_before) > 1;
-    if (ar || made_gap || filled_gap || ce || is_void) {
+    const bool opened_gap = distance > highest + 1;  // (c): a PSN below it is missing
+    const bool filled_gap = distance < highest;      // (d): a PSN after it was received already
+    if (ar || opened_gap || filled_gap || ce || is_void) {
         send_ack(c, path);
         return;
     }

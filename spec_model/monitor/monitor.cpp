@@ -824,19 +824,22 @@ struct Monitor::State {
             rx.at_once.back().duplicate_copy = number;
             return;
         }
-        const uint32_t before = rx.cpsn;
+        // H, the highest PSN received before this one, as its distance past CPSN (0: nothing SACKed).
+        uint32_t highest = 0;
+        for (uint32_t q : rx.above) highest = std::max(highest, q - rx.cpsn);
+        const uint32_t distance = psn - rx.cpsn;
         const bool ce = p.ecn == 3, is_void = p.flags & ref::kFlagVoid;
         mark(rx, psn);
         if (ce) ++rx.ce_count;
         stamp(rx.ts_hist, rx.ts_any, p.timestamp);
-        const bool gap = psn != before + 1, filled = uint32_t(rx.cpsn - before) > 1;
+        const bool gap = distance > highest + 1, filled = distance < highest;  // (c) and (d), A-34
         const bool trigger = ar || gap || filled || ce || is_void;
         rx.recent.push_back({now, number, psn, ce, is_void, !trigger, false, p.stream_id, p.msn, p.opcode});
         if (p.opcode == Opcode::ReadReq && !is_void)
             c.dir[r].reads_accepted.push_back({p.stream_id, p.msn, p.msg_length, 0, number});
         if (trigger) {
             const char* why = ar       ? "AR"
-                              : gap    ? "it leaves a gap"
+                              : gap    ? "it opens a gap"
                               : filled ? "it fills a gap"
                               : ce     ? "it carries CE"
                                        : "it is a VOID";
@@ -1708,7 +1711,11 @@ struct Monitor::State {
         o->pre_nak_rnr_until = o->rnr_until;
         o->late_nak = false;
         if (o->void_mode) {
-            o->state = PsnState::Lost;
+            // [R-PLC-9]: an RNR for a PSN already voided is waited out too, without counting;
+            // until its wait ends the PSN is not lost, and higher PSNs may go before it ([R-REL-5]).
+            const bool rnr = n.nak_code == uint8_t(ref::NakCode::Rnr);
+            o->state = rnr ? PsnState::RnrWait : PsnState::Lost;
+            if (rnr) o->rnr_until = now + Nanos(n.nak_detail ? uint64_t(n.nak_detail) * 10 : cfg.rnr_default_us) * 1000;
             return;
         }
         if (n.nak_code == uint8_t(ref::NakCode::Rnr)) {
