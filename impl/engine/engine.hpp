@@ -310,20 +310,25 @@ class Engine {
   uint32_t n_stream_touched_ = 0;
   uint64_t prealloc_bytes_ = 0;
   bool unstamped_io_ = false;  // frames without arrival times seen: coalesce overdue timers
-  // Host stalls seen by progress() on unstamped ports: a gap between two polls longer than
-  // stall_threshold() counts, toward a peer's silence [R-CONN-8], only up to that threshold.
+  // Host stalls seen by progress() on unstamped ports: gaps between two polls longer than
+  // kStallMinUs. The RTO and the tail probe do not count them (but are postponed by at most a
+  // quarter of PEER_TIMEOUT in all, so an application that polls rarely still recovers); the peer
+  // timer counts each up to a quarter of PEER_TIMEOUT.
   struct Stall {
-    uint64_t at = 0;      // the poll that ended it
-    uint64_t excess = 0;  // µs of the gap beyond the threshold
+    uint64_t at = 0;   // the poll that ended it
+    uint64_t gap = 0;  // µs since the poll before
   };
+  static constexpr uint64_t kStallMinUs = 1000;
   static constexpr uint32_t kStallLog = 16;
   Stall stalls_[kStallLog] = {};
   uint32_t n_stalls_ = 0;   // stalls logged so far (the ring keeps the last kStallLog)
   uint64_t last_poll_ = 0;  // the time read by the previous progress() (when polled_)
   bool polled_ = false;
-  uint64_t stall_threshold() const noexcept { return cfg_.peer_timeout_us / 4; }
   void note_poll(uint64_t t) noexcept;
-  uint64_t stalled_since(uint64_t ref) const noexcept;
+  uint64_t stalled_since(uint64_t ref, uint64_t allowance) const noexcept;
+  uint64_t stall_discount(uint64_t ref) const noexcept {
+    return std::min<uint64_t>(stalled_since(ref, 0), cfg_.peer_timeout_us / 4);
+  }
   bool in_timer_call_ = false;  // inside progress() or advance(): the calls that fire timers
 };
 

@@ -6,37 +6,38 @@
 
 namespace mroce::engine {
 
-// A poll of unstamped ports after a gap longer than the stall threshold: the host (or the
-// application) was not listening, and the peer's frames of that time may not exist yet (a peer on
-// the same host stalled too) or sit unread. Logged so that the excess does not count as the peer's
-// silence.
+// A poll of unstamped ports after a gap longer than kStallMinUs: the host (or the application) was
+// not listening, and the peer's frames of that time may not exist yet (a peer on the same host, or
+// in the same thread, stalled too) or sit unread. Logged so that the timers that judge the peer by
+// its silence do not count the whole gap.
 void Engine::note_poll(uint64_t t) noexcept {
-  if (polled_ && t > last_poll_ + stall_threshold()) {
-    stalls_[n_stalls_ % kStallLog] = {t, t - last_poll_ - stall_threshold()};
+  if (polled_ && t > last_poll_ + kStallMinUs) {
+    stalls_[n_stalls_ % kStallLog] = {t, t - last_poll_};
     ++n_stalls_;
   }
   last_poll_ = t;
   polled_ = true;
 }
 
-// The stall excess logged after `ref` (0 in the common case: no stall since).
-uint64_t Engine::stalled_since(uint64_t ref) const noexcept {
+// What the stalls that ended after `ref` took beyond `allowance` each (0 in the common case: no
+// stall since): the time a timer started at `ref` must not count as the peer's silence.
+uint64_t Engine::stalled_since(uint64_t ref, uint64_t allowance) const noexcept {
   if (n_stalls_ == 0 || stalls_[(n_stalls_ - 1) % kStallLog].at <= ref) return 0;
   uint64_t e = 0;
   const uint32_t kept = std::min(n_stalls_, kStallLog);
   for (uint32_t i = 0; i < kept; ++i) {
     const Stall& s = stalls_[(n_stalls_ - 1 - i) % kStallLog];
     if (s.at <= ref) break;
-    e += s.excess;
+    if (s.gap > allowance) e += s.gap - allowance;
   }
   return e;
 }
 
 // [R-CONN-8] a peer silent for PEER_TIMEOUT while we wait for it has failed; silent while we
-// listened: a host stall's excess is not counted.
+// listened: a host stall counts up to a quarter of PEER_TIMEOUT.
 uint64_t Engine::peer_failure_at(const Conn& c) const noexcept {
   const uint64_t ref = std::max(c.alive.last_rx, c.alive.waiting_since);
-  return ref + cfg_.peer_timeout_us + stalled_since(ref);
+  return ref + cfg_.peer_timeout_us + stalled_since(ref, cfg_.peer_timeout_us / 4);
 }
 
 namespace {

@@ -214,14 +214,16 @@ void Engine::update_room(Conn& c, uint16_t p) noexcept {
 
 // [R-REL-7] the RTO fires RTO after the later of the last ACK and the earliest in-flight transmission.
 uint64_t Engine::rto_deadline(const PathTx& t, const Block& b) const noexcept {
-  return std::max(t.last_ack, b.rec[b.tx_order_head].last_tx) + t.rto_current;
+  const uint64_t ref = std::max(t.last_ack, b.rec[b.tx_order_head].last_tx);
+  return ref + t.rto_current + stall_discount(ref);  // a host stall is not silence
 }
 
 // [R-REL-6] the tail probe fires PTO after the later of the last transmission and the last ACK:
 // PTO = max(PTO_MIN, 2 SRTT), or RTO_INIT / 2 before the first RTT sample.
 uint64_t Engine::probe_deadline(const PathTx& t) const noexcept {
   const uint32_t pto = t.have_sample ? std::max(cfg_.pto_min_us, 2 * t.srtt) : cfg_.rto_init_us / 2;
-  return std::max(t.last_tx, t.last_ack) + pto;
+  const uint64_t ref = std::max(t.last_tx, t.last_ack);
+  return ref + pto + stall_discount(ref);  // a host stall is not silence
 }
 
 // The model's path_deadline, plus the path's coalesced-ACK deadline [R-ACK-3].

@@ -309,6 +309,30 @@ TEST(EngineTimers, WithoutRxTimestampsAStallFiresTheOverdueTimersOnce) {
   EXPECT_EQ(net.dev(0).connection_state(net.conn[0]), ConnState::Established);
 }
 
+// A-35 (engine choice over ports without rx timestamps): a stall of both hosts (or of the one
+// thread that runs both engines) past the RTO fires no RTO at the first poll after it: the peer's
+// ACK is on its way as soon as the peer runs again, and it is read before the postponed RTO is due.
+TEST(EngineTimers, WithoutRxTimestampsAStallOfBothHostsFiresNoRto) {
+  EnginePair net(engine_config(0), engine_config(1), 0, 16384, /*nic_timestamps=*/false);
+  net.setup();
+  ASSERT_NE(net.conn[0], 0u);
+  ASSERT_EQ(write(net, 1, 100), Result::Ok);
+  net.dev(0).progress();              // sent
+  net.clock().set(net.now() + 5000);  // both stall, far past the RTO (1 ms), within a quarter of PEER_TIMEOUT
+  net.dev(0).progress();              // A first: nothing to read yet
+  EXPECT_EQ(net.dev(0).counters().retransmissions, 0u) << "A took the stall for a lost packet";
+  net.dev(1).progress();  // B places it
+  net.clock().set(net.now() + 20);
+  net.dev(1).progress();  // and ACKs it
+  net.clock().set(net.now() + 20);
+  net.dev(0).progress();  // A reads the ACK
+  EXPECT_EQ(net.dev(0).counters().retransmissions, 0u);
+  net.run(net.now() + 10000, [&] { return done_a(net, 1); });
+  EXPECT_EQ(net.completions[0].size(), 1u);
+  EXPECT_EQ(net.dev(0).counters().retransmissions, 0u);
+  EXPECT_EQ(net.dev(1).counters().duplicates, 0u);
+}
+
 // [R-CONN-8], A-35 (engine choice over ports without rx timestamps): a host stall longer than
 // PEER_TIMEOUT is not the peer's silence. A's data is outstanding (so A waits for B), B is unreachable,
 // and A's host stalls for 100 ms (PEER_TIMEOUT is 50 ms): the poll after the stall keeps the
