@@ -123,6 +123,17 @@ for ppm in (0, 10000, 100000):
     retx = int(med([r.get("retransmissions", 0) for r in good])) if good else 0
     name = f"mroce perf memif {ppm / 1e4:g}% loss" + ("" if len(good) == len(rs) else f" ({len(rs) - len(good)} NOT VERIFIED)")
     print(f"{name:34s} {gm:10.3f} {span(g):>13s} {retx:9d} {(gm / raw_m if raw_m else 0):8.3f}   retained {(gm / g0 if g0 else 0):.2f}")
+# Each round runs 0, 1 and 10 % back to back: a round's own ratios drift less with the machine's load
+# than ratios of medians taken over different rounds.
+by_round = {}
+for r in rows:
+    if r["loss_ppm"] >= 0 and r.get("verified"):
+        by_round.setdefault(r["round"], {})[r["loss_ppm"]] = r.get("goodput_gbps", 0)
+for ppm in (10000, 100000):
+    ratios = [d[ppm] / d[0] for d in by_round.values() if d.get(0) and ppm in d]
+    if ratios:
+        print(f"retained at {ppm / 1e4:g}% per round: " + " ".join(f"{x:.2f}" for x in ratios) +
+              f"   median {med(ratios):.2f}")
 PY
 fi
 
