@@ -31,6 +31,8 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 netns_up 1 "$mtu" || exit 2
+netns_stack_off a 0  # the engines own the veths: the kernel stack leaves our frames alone
+netns_stack_off b 0
 ns_m=$(netns_switch)
 # net_tap: waits (up to 10 s) for the tap a DPDK process creates, then puts it on plane 0's bridge.
 tap_join() {

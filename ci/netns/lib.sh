@@ -140,3 +140,23 @@ netns_status() {
     fi
   done
 }
+
+# netns_stack_off SIDE PLANE [PORT]: the namespace's kernel stack no longer processes the transport's
+# UDP frames (destination port PORT, default 4793) arriving on that plane's veth. A DPDK port on the
+# veth (af_packet) gets its copy of each frame before the stack; without this the stack also took
+# every frame through IP input and a route lookup to answer it with an ICMP port unreachable (rate
+# limited, but looked up every time), on the CPU of the sender's af_packet send. An nftables netdev
+# ingress drop comes after the af_packet tap and before IP. (A NIC given to DPDK has no kernel stack.)
+netns_stack_off() {
+  local side=$1 p=$2 port=${3:-4793} ns ifc
+  ns=$(netns_ns "$side")
+  ifc=$(netns_if "$side" "$p")
+  ip netns exec "$ns" nft -f - <<NFT
+table netdev mroce_stack_off_$p {
+  chain in {
+    type filter hook ingress device "$ifc" priority 0;
+    udp dport $port counter drop
+  }
+}
+NFT
+}
