@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "engine/engine.hpp"
+#include "engine/place_bytes.hpp"
 
 namespace mroce::engine {
 
@@ -368,7 +369,7 @@ void Engine::on_data(Conn& c, uint16_t p, const View& v) noexcept {
     if (op == fast::Opcode::ReadReq && (job = reserve_response(c)) == kNone) return;
     // [R-PLC-1] place at once (the one copy, frame to registered memory), then mark received.
     auto place = [&](const Region* reg, uint64_t va) {
-      if (reg && plen) std::memcpy(reg->host + (va - reg->iova), v.payload(), plen);
+      if (reg && plen) place_bytes(reg->host + (va - reg->iova), v.payload(), plen);
       counters_.placed_bytes += plen;
     };
     switch (op) {

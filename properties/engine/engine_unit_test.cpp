@@ -10,6 +10,7 @@
 #include <set>
 #include <string>
 
+#include "engine/place_bytes.hpp"
 #include "engine_pair.hpp"
 #include "mroce/testing.hpp"
 
@@ -307,6 +308,23 @@ TEST(EngineTimers, WithoutRxTimestampsAStallFiresTheOverdueTimersOnce) {
   EXPECT_EQ(retransmissions_after_a_stall(net, 20000), 1u)
       << "the stall was replayed: each overdue timer fired at its own deadline";
   EXPECT_EQ(net.dev(0).connection_state(net.conn[0]), ConnState::Established);
+}
+
+// [R-PLC-1] the placement copy (non-temporal stores from 1 KiB up) writes exactly what memcpy
+// would, at every destination alignment and length around its block and threshold edges, and no
+// byte outside the range.
+TEST(EnginePlacement, R_PLC_1_PlaceBytesMatchesMemcpy) {
+  std::vector<uint8_t> src(9000), dst(9200), want(9200);
+  for (size_t i = 0; i < src.size(); ++i) src[i] = uint8_t(i * 131 + 7);
+  for (uint32_t n : {0u, 1u, 63u, 1023u, 1024u, 1025u, 1087u, 1088u, 4095u, 4096u, 4097u, 8191u, 9000u - 64u})
+    for (uint32_t off : {0u, 1u, 7u, 15u, 16u, 33u, 63u})
+      for (uint32_t soff : {0u, 5u}) {
+        std::fill(dst.begin(), dst.end(), uint8_t(0xEE));
+        want = dst;
+        std::memcpy(want.data() + off, src.data() + soff, n);
+        engine::place_bytes(dst.data() + off, src.data() + soff, n);
+        ASSERT_EQ(dst, want) << "n " << n << " dst offset " << off << " src offset " << soff;
+      }
 }
 
 // A-35 (engine choice over ports without rx timestamps): a stall of both hosts (or of the one
