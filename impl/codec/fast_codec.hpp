@@ -126,7 +126,8 @@ struct OpcodeInfo {
 OpcodeInfo opcode_info(uint8_t raw_opcode) noexcept;
 
 // CRC-32C ([R-HDR-28]): reflected poly 0x82F63B78, init/xorout 0xFFFFFFFF.
-// crc32c uses the SSE4.2 instruction when the CPU has it (decided once at run time), otherwise the
+// crc32c hands 256 bytes and more to ISA-L (carry-less-multiply folding, dispatched by CPU), shorter
+// buffers to the SSE4.2 instruction when the CPU has it (decided once at run time), otherwise to the
 // scalar code; crc32c_scalar is the portable byte-wise table reference.
 uint32_t crc32c(const uint8_t* p, size_t n) noexcept;
 uint32_t crc32c_scalar(const uint8_t* p, size_t n) noexcept;

@@ -212,11 +212,11 @@ TEST(FastCodec, R_HDR_28_Crc32cHardwareMatchesScalarAllLengthsAlignments) {
 }
 
 TEST(FastCodec, R_HDR_28_Crc32cLargeBuffersAndExtend) {
-  // Lengths around the 3-lane block (768 bytes) and a full data frame.
+  // Lengths around the switch to ISA-L (256 bytes), its folding blocks, and full data frames.
   std::mt19937 rng(777);
   std::vector<uint8_t> buf(20000 + 8);  // room for the largest length at any alignment
   for (auto& x : buf) x = uint8_t(rng());
-  for (size_t len : {767u, 768u, 769u, 1535u, 1536u, 1537u, 4096u, 4152u, 8192u, 8300u, 19999u}) {
+  for (size_t len : {255u, 256u, 257u, 767u, 768u, 769u, 1535u, 1536u, 1537u, 4096u, 4152u, 8192u, 8300u, 19999u}) {
     const size_t align = rng() % 8;
     ASSERT_EQ(crc32c(buf.data() + align, len), crc32c_scalar(buf.data() + align, len)) << len;
   }
