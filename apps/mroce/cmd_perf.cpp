@@ -173,8 +173,14 @@ public:
         }
     }
     uint64_t verified_msgs = 0, verified_bytes = 0, bad = 0, errors = 0;
-    uint64_t canceled = 0;  // receives Canceled by the sender's VOID [R-REL-9], each one expected
+    uint64_t canceled = 0;   // receives Canceled by the sender's VOID [R-REL-9], each one expected
+    uint64_t abandoned = 0;  // completions of connections that went down before their hello
     std::string first_error;
+    // The run starts at the client's hello, not at Up: a client whose handshake timed out on its side
+    // (its ACCEPTs lost, or its tap not yet on the bridge) connects again, and the server, which saw
+    // the first connection come up, takes the new one (over net_tap at 1% loss the server otherwise
+    // waited for a hello that never came and the client for a server that had given up).
+    bool hello_seen() const { return hello_seen_; }
 
 private:
     struct Held {
@@ -198,6 +204,7 @@ private:
     // The key exchange: the hello came, the keys go back (their Send completes on this CQ too).
     bool key_exchange(const WorkCompletion& wc) {
         if (wc.wr_id != kHelloWr && wc.wr_id != kKeysWr) return false;
+        if (wc.wr_id == kHelloWr && wc.status == Status::Success) hello_seen_ = true;
         if (wc.status != Status::Success)
             fail(std::string("key exchange ") + status_name(wc.status));
         else if (wc.wr_id == kHelloWr && d_.post_send(conn_, kKeysStream, kKeysWr,
@@ -206,6 +213,12 @@ private:
         return true;
     }
     void handle(const WorkCompletion& wc) {
+        // A connection that went down before its hello (see hello_seen) flushes its receives: not
+        // this run's data.
+        if (wc.conn != conn_ || (!hello_seen_ && wc.status == Status::Flushed)) {
+            ++abandoned;
+            return;
+        }
         if (key_exchange(wc)) return;
         if (wc.status != Status::Success) {
             // Any error, Flushed included, used up this stream's next receive (its message's turn):
@@ -262,6 +275,7 @@ private:
     MemoryRegion recv_mr_, keys_mr_;
     ServerKeys keys_;
     uint32_t conn_ = 0;
+    bool hello_seen_ = false;
     std::vector<uint64_t> next_k_;
     std::deque<Held> held_;
     uint64_t now_ = 0;
@@ -788,15 +802,19 @@ json run_net(bool is_server, const NetParams& np, dpdk::IoOptions o, bool progre
             spin();
             server.poll(clock.now_us());
             for (int n; (n = d->poll_events(&ev, 1)) > 0;) {
-                if (ev.kind == ConnEvent::Kind::Up && !up) {
-                    up = true;
+                if (ev.kind == ConnEvent::Kind::Up && !server.hello_seen()) {
+                    up = true;  // the first connection, or a newer one before any hello (hello_seen)
                     conn = ev.conn;
                     server.on_up(conn);
                     start = clock.now_us();
                     if (timeline) timeline->start(start);
-                } else if (ev.kind == ConnEvent::Kind::Down && up) {
-                    down = true;
-                    down_status = ev.status;
+                } else if (ev.kind == ConnEvent::Kind::Down && up && ev.conn == conn) {
+                    if (server.hello_seen()) {
+                        down = true;
+                        down_status = ev.status;
+                    } else {
+                        up = false;  // gone before the hello: wait for the client to connect again
+                    }
                 }
             }
             if (up) prog.tick(clock.now_us(), start, server.verified_bytes, 0, 0);
@@ -813,6 +831,7 @@ json run_net(bool is_server, const NetParams& np, dpdk::IoOptions o, bool progre
                {"verified_messages", server.verified_msgs},
                {"verified_bytes", server.verified_bytes},
                {"canceled", server.canceled},
+               {"abandoned_completions", server.abandoned},
                {"bad", server.bad},
                {"errors", server.errors},
                {"seconds", secs},
