@@ -501,8 +501,10 @@ DeviceConfig device_config(const dpdk::PlaneAddr& a, const Common& c) {
     cfg.max_connections = 4;
     cfg.max_peers = 4;
     cfg.max_window_blocks = 256;
-    if (c.peer_timeout_us) cfg.peer_timeout_us = c.peer_timeout_us;
     if (c.rto_min_us) cfg.rto_min_us = c.rto_min_us;
+    // Unless given, PEER_TIMEOUT grows with a large RTO minimum so that RTO_MAX <= PEER_TIMEOUT / 8
+    // still holds: a dead route gets its re-paths before the peer is declared gone.
+    cfg.peer_timeout_us = c.peer_timeout_us ? c.peer_timeout_us : std::max(cfg.peer_timeout_us, 8 * cfg.rto_min_us);
     if (c.pto_min_us) cfg.pto_min_us = c.pto_min_us;
     cfg.rto_init_us = std::max(cfg.rto_init_us, cfg.rto_min_us);
     cfg.rto_max_us = std::max(cfg.rto_min_us, cfg.peer_timeout_us / 8);  // [R-RTO-3], A-27
@@ -739,7 +741,7 @@ struct NetParams {
 // The RTO minimum perf uses when none is given. Ports through the kernel (af_packet, af_xdp, tap)
 // share the two cores with the kernel's veth and bridge work, and a peer stalls for up to 5-10 ms
 // at times: with 2 ms, 0.2% of data packets went out again by RTO at 0% loss over af_packet, all of
-// them spurious, and peer stalls pushed every path to FAILED; with 10 ms, none (bench README). Loss
+// them spurious, and peer stalls pushed every path to FAILED; with 10 ms, none (README). Loss
 // is repaired by the SACK gap and the tail probe, so the RTO is the last resort and a longer one
 // costs little. Ring and memif ports (shared memory, no kernel) keep 2 ms.
 uint32_t rto_min_for(dpdk::IoContext& ctx) {
@@ -770,12 +772,7 @@ json run_net(bool is_server, const NetParams& np, dpdk::IoOptions o, bool progre
     o.mbuf_priv = dpdk::kEnginePriv;
     if (o.eal.file_prefix.empty()) o.eal.file_prefix = "mroce-perf-" + std::to_string(getpid());
     dpdk::IoContext ctx(o);
-    if (c.rto_min_us == kRtoMinAuto) {
-        c.rto_min_us = rto_min_for(ctx);
-        // Keep RTO_MAX <= PEER_TIMEOUT / 8: a dead route still gets its re-paths in time.
-        if (c.peer_timeout_us == 0)
-            c.peer_timeout_us = std::max<uint32_t>(DeviceConfig{}.peer_timeout_us, 8 * c.rto_min_us);
-    }
+    if (c.rto_min_us == kRtoMinAuto) c.rto_min_us = rto_min_for(ctx);
     std::vector<size_t> planes;
     for (size_t k = 0; k < ctx.planes(); ++k) planes.push_back(k);
     dpdk::EnginePort port(ctx, planes);

@@ -3,8 +3,9 @@
 # 13's "done when": 10 runs of 10 at 0, 1 and 10 % nftables loss.) Per port type and loss: RUNS runs
 # of SECONDS each (server in namespace B, client in A, one veth plane through the switch namespace
 # of ci/netns/lib.sh, nftables random loss there in both directions); prints, per cell, the runs
-# that completed with every byte verified, their mean goodput and retransmissions, and the first
-# error of each failed run. A soak, not a test (root; exit 1 when a run failed).
+# that completed with every byte verified, their mean goodput and retransmissions, the spurious share
+# of their data packets, and the first error of each failed run. A soak, not a test (root; exit 1
+# when a run failed).
 #   bench/dpdk/netns_soak.sh PATH/TO/mroce [RUNS] [SECONDS]
 # Environment: PORTS ("af_packet af_xdp" by default; also net_tap), LOSSES ("0 1 10"), MTU (1500),
 # PAYLOAD (1024), KEEP_FAILED (a folder: each failed run's client and server output is kept there).

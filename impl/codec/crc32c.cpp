@@ -5,8 +5,8 @@
 #include <isa-l/crc.h>
 
 #include <array>
-#include <climits>
 #include <bit>
+#include <climits>
 #include <cstdint>
 #include <cstring>
 
@@ -87,18 +87,6 @@ const bool g_hw = detect_hw();
 
 static_assert(std::endian::native == std::endian::little, "the SSE4.2 path loads little-endian words");
 
-}  // namespace
-
-uint32_t crc32c_scalar(const uint8_t* p, size_t n) noexcept { return ~scalar_update(0xFFFFFFFFu, p, n); }
-
-bool crc32c_hw_available() noexcept {
-#ifdef MROCE_CRC_X86
-  return g_hw;
-#else
-  return false;
-#endif
-}
-
 // From this length ISA-L is faster than the inline loop (measured: 12.7 vs 14.8 ns at 256 bytes,
 // 15.8 vs 6.8 ns at 128).
 constexpr size_t kLibraryFrom = 256;
@@ -111,6 +99,18 @@ uint32_t update(uint32_t s, const uint8_t* p, size_t n) noexcept {
   if (__builtin_expect(g_hw, 1)) return hw_update(s, p, n);
 #endif
   return scalar_update(s, p, n);
+}
+
+}  // namespace
+
+uint32_t crc32c_scalar(const uint8_t* p, size_t n) noexcept { return ~scalar_update(0xFFFFFFFFu, p, n); }
+
+bool crc32c_hw_available() noexcept {
+#ifdef MROCE_CRC_X86
+  return g_hw;
+#else
+  return false;
+#endif
 }
 
 uint32_t crc32c_extend(uint32_t crc, const uint8_t* p, size_t n) noexcept { return ~update(~crc, p, n); }
