@@ -3,13 +3,36 @@
 //     t_ms=500 wall_ms=1700000000500 rx=120,118 tx=125,125
 // and at the end one JSON line with the totals. No protocol: it checks that frames cross each
 // plane (ci/netns/smoke.sh runs one in each namespace and takes a plane down midway).
+//
+// Two probes joined by memif (properties/dpdk/memif_pair.sh) must end in order: the memif PMD
+// tears the shared rings down (munmap) in DPDK's interrupt thread as soon as its peer disconnects,
+// with nothing to hold off an rx/tx burst running on those rings in the data path (the burst takes
+// the ring pointer before it checks the connected flag, so no link check of ours can close that
+// window either). A probe still polling when its peer closes its port reads unmapped memory. So
+// --done-file says "I no longer touch my ports", --peer-done-file makes a probe keep its ports open
+// until the peer has said so, and --close-last makes the second probe to close wait until the
+// PMD has finished tearing down the connection the first one closed (a close of ours racing that
+// teardown would free the regions twice).
+
+// rte_intr_instance_* are experimental in DPDK 22.11.
+#define ALLOW_EXPERIMENTAL_API 1
+#include <rte_interrupts.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
 
+#include <atomic>
+#include <chrono>
 #include <cstring>
 #include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <functional>
 #include <iostream>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "dpdk/io.hpp"
@@ -36,6 +59,47 @@ std::string join(const std::vector<uint64_t>& v) {
   return s;
 }
 
+// Polls cond every millisecond until it holds (true) or timeout_s has passed (false).
+bool wait_until(const std::function<bool()>& cond, double timeout_s) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+  while (!cond()) {
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  return true;
+}
+
+// Returns once DPDK's interrupt thread has finished the callback it was running when called: it
+// runs the memif PMD's connection handling one callback at a time, so a callback of ours that has
+// run means that a teardown already under way (the link reads down from its first line) is over.
+// Our callback is an eventfd of our own, unregistered again before we return. (An EAL alarm in its
+// place left DPDK 22.11's interrupt thread crashing inside rte_eal_cleanup at exit, nearly always.)
+bool drain_interrupt_thread(double timeout_s) {
+  const int fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (fd < 0) return false;
+  rte_intr_handle* h = rte_intr_instance_alloc(RTE_INTR_INSTANCE_F_PRIVATE);
+  struct Mark {
+    int fd;
+    std::atomic<bool> ran{false};
+  } mark{fd};
+  const rte_intr_callback_fn cb = [](void* arg) {
+    auto* m = static_cast<Mark*>(arg);
+    uint64_t v;
+    (void)!read(m->fd, &v, sizeof v);
+    m->ran.store(true);
+  };
+  bool ok = h && rte_intr_type_set(h, RTE_INTR_HANDLE_EXT) == 0 && rte_intr_fd_set(h, fd) == 0 &&
+            rte_intr_callback_register(h, cb, &mark) == 0;
+  if (ok) {
+    const uint64_t one = 1;
+    ok = write(fd, &one, sizeof one) == sizeof one && wait_until([&] { return mark.ran.load(); }, timeout_s);
+    while (rte_intr_callback_unregister(h, cb, &mark) == -EAGAIN) std::this_thread::yield();
+  }
+  rte_intr_instance_free(h);
+  close(fd);
+  return ok;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -45,12 +109,27 @@ int main(int argc, char** argv) {
   unsigned rate = 2000;  // frames per second per plane
   unsigned frame_len = 256;
   uint16_t sport_base = 49152;
+  std::string done_file, peer_done_file;
+  bool close_last = false, until_peer_done = false;
+  double peer_wait_s = 20;
   add_io_options(app, io);
   app.add_option("--duration-s", duration_s)->capture_default_str();
   app.add_option("--interval-ms", interval_ms)->capture_default_str();
   app.add_option("--rate", rate, "Frames per second per plane")->capture_default_str();
   app.add_option("--frame-len", frame_len)->capture_default_str();
   app.add_option("--sport-base", sport_base, "UDP source port of plane 0 (plane p: +p)")->capture_default_str();
+  app.add_option("--done-file", done_file, "Create this file once the ports are no longer polled (before they close)");
+  app.add_option("--peer-done-file", peer_done_file,
+                 "Keep the ports open, unpolled, until this file exists (the peer's --done-file): a memif peer "
+                 "must not disconnect while the other side still polls");
+  app.add_flag("--until-peer-done", until_peer_done,
+               "Keep polling past --duration-s until --peer-done-file exists (at most --peer-wait-s more): the "
+               "peer's whole run is seen, however late it started");
+  app.add_flag("--close-last", close_last,
+               "Before closing, also wait until every port's link is down (the peer closed first) and DPDK has "
+               "finished tearing that connection down");
+  app.add_option("--peer-wait-s", peer_wait_s, "Give up waiting for the peer after this long (exit 3)")
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
   try {
@@ -61,7 +140,14 @@ int main(int argc, char** argv) {
     const uint64_t start = now_us(), end = start + uint64_t(duration_s * 1e6);
     const uint64_t gap_us = rate ? 1000000 / rate : 1000000;
     uint64_t next_tx = start, next_report = start + uint64_t(interval_ms * 1000);
-    for (uint64_t now = start; now < end; now = now_us()) {
+    const uint64_t hard_end = end + uint64_t(peer_wait_s * 1e6);
+    bool peer_done = !until_peer_done || peer_done_file.empty();
+    uint64_t next_check = start;
+    for (uint64_t now = start; now < end || (!peer_done && now < hard_end); now = now_us()) {
+      if (!peer_done && now >= next_check) {
+        peer_done = std::filesystem::exists(peer_done_file);
+        next_check = now + 10000;
+      }
       for (size_t p = 0; p < planes; ++p) {
         ctx.pump(p).poll(
             [&](rte_mbuf** pkts, uint16_t n) {
@@ -123,6 +209,26 @@ int main(int argc, char** argv) {
     for (size_t p = 0; p < planes; ++p) js << (p ? "," : "") << '"' << backend_name(ctx.port(p).backend()) << '"';
     js << "]}";
     std::cout << js.str() << std::endl;
+
+    // From here on the ports are not touched until they close (IoContext's destructor).
+    if (!done_file.empty()) std::ofstream(done_file) << "done\n";
+    const char* late = nullptr;
+    if (!peer_done_file.empty() && !wait_until([&] { return std::filesystem::exists(peer_done_file); }, peer_wait_s))
+      late = "peer did not stop polling (no --peer-done-file)";
+    else if (close_last && !wait_until(
+                               [&] {
+                                 for (size_t p = 0; p < planes; ++p)
+                                   if (ctx.port(p).link_up()) return false;
+                                 return true;
+                               },
+                               peer_wait_s))
+      late = "peer did not close its port (link still up)";
+    else if (close_last && !drain_interrupt_thread(peer_wait_s))
+      late = "DPDK's interrupt thread did not answer";
+    if (late) {
+      std::cerr << "mroce_io_probe: " << late << " within " << peer_wait_s << " s\n";
+      return 3;
+    }
   } catch (const std::exception& e) {
     std::cerr << "mroce_io_probe: " << e.what() << "\n";
     return 1;

@@ -1,0 +1,63 @@
+// The fabric's scenarios (`mroce fabric SCENARIO`): the flow lists, the transports run side by side,
+// and the figures each one reports. The CLI prints and plots them; tests run small versions.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "fabric/config.hpp"
+#include "fabric/mroce_host.hpp"
+#include "fabric/workload.hpp"
+
+namespace mroce::fabric {
+
+// RoCEv2 with DCQCN, lossy (go-back-N repairs) or lossless (PFC); the -nocc variants send at line
+// rate without congestion control (as plain RoCE in the published simulations).
+enum class Transport : uint8_t { Mroce, RoceGbn, RocePfc, RoceGbnNoCc, RocePfcNoCc };
+const char* transport_name(Transport t) noexcept;
+
+struct ScenarioOptions {
+  FabricConfig fabric;     // topology, hosts, planes, rate, delay, queues, ECN, seed
+  uint64_t bytes = 2000000;  // per flow (the anchors' "2 MB")
+  double start_us = 100;     // flows start here; connections are set up before
+  double deadline_us = 1e6;  // simulated
+  MroceHostOptions mroce;
+  std::vector<Transport> transports{Transport::Mroce, Transport::RoceGbn, Transport::RocePfc};
+  std::function<void(const std::string& what, double sim_us, uint32_t done, uint32_t flows)> progress;
+};
+
+// One flow list run by one transport, with the figures of every scenario.
+struct TransportRun {
+  Transport transport;
+  double loss = 0;
+  RunResult result;
+  uint32_t hosts = 0;
+  double base_rtt_us = 0;  // of the scenario's typical path
+  double ideal_fct_us = 0;
+  // Incast: the receiver's ToR port, and fairness over time.
+  PortStats bottleneck;
+  std::vector<double> jain;  // per window, over the flows active in it
+  double fair_at_us = -1;    // first window end from which Jain stays >= 0.95 (-1: never)
+  double first_mark_us = -1;
+};
+
+// A random permutation (a derangement, seeded): host i sends to perm[i].
+std::vector<FlowSpec> permutation_flows(uint32_t hosts, uint64_t bytes, double start_us, uint64_t seed);
+// senders hosts 1..n send to host 0.
+std::vector<FlowSpec> incast_flows(uint32_t senders, uint64_t bytes, double start_us);
+
+// Runs `flows` with one transport. For RoCE, the fabric takes DCQCN's switch ECN setting; RocePfc
+// also turns PFC on.
+TransportRun run_transport(Transport t, const ScenarioOptions& options, const std::vector<FlowSpec>& flows,
+                           double loss);
+
+// Jain's fairness index of positive rates (1 for one or none).
+double jain_index(const std::vector<double>& rates);
+// Fairness per window over the flows that have started and not finished by the window's end.
+void compute_fairness(TransportRun& run, uint32_t receiver_host);
+
+double percentile(std::vector<double> values, double p);
+
+}  // namespace mroce::fabric

@@ -1,0 +1,249 @@
+// The fabric's physics (raw frames through Fabric, no transport) and the engine over it.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <span>
+#include <vector>
+
+#include "fabric/fabric.hpp"
+#include "fabric/frame_head_plain.hpp"
+#include "fabric/runs.hpp"
+#include "fabric/sim.hpp"
+#include "impair/ecn.hpp"
+
+namespace mroce::fabric {
+namespace {
+
+// An Ethernet / IPv4 / UDP frame of `len` bytes from host src to host dst.
+std::vector<uint8_t> udp_frame(uint32_t src, uint32_t dst, uint16_t sport, uint32_t len, impair::Ecn ecn) {
+    std::vector<uint8_t> f(len, 0);
+    f[12] = 0x08, f[13] = 0x00;
+    uint8_t* ip = &f[14];
+    ip[0] = 0x45;
+    ip[1] = uint8_t(26 << 2 | uint8_t(ecn));
+    impair::store16(ip + 2, uint16_t(len - 14));
+    ip[8] = 64;
+    ip[9] = 17;
+    for (int i = 0; i < 4; ++i)
+        ip[12 + i] = uint8_t(host_ip(src) >> (24 - 8 * i)), ip[16 + i] = uint8_t(host_ip(dst) >> (24 - 8 * i));
+    impair::store16(ip + 10, impair::ipv4_checksum(std::span<const uint8_t>(ip, 20)));
+    impair::store16(&f[34], sport);
+    impair::store16(&f[36], 4793);
+    return f;
+}
+
+struct Received {
+    uint64_t frames = 0, ce = 0, bad_checksum = 0;
+};
+
+void count_into(Fabric& fab, uint32_t host, Received* r) {
+    fab.set_receiver(host, [r](uint32_t, const SimFrame& frame) {
+        std::vector<uint8_t> b(frame.size());
+        frame.copy_to(b.data(), uint32_t(b.size()));
+        ++r->frames;
+        if (impair::read_ecn(b) == impair::Ecn::Ce) ++r->ce;
+        if (!impair::ipv4_checksum_ok(std::span<const uint8_t>(&b[14], 20))) ++r->bad_checksum;
+    });
+}
+
+TEST(FabricPhysics, FramesAreConservedUnderLossAndDrops) {
+    FabricConfig c;
+    c.hosts = 16;
+    c.loss = 0.02;
+    c.queue_bytes = 64 * 1024;  // small: an 8:1 burst overflows it
+    c.seed = 7;
+    Received r;
+    uint64_t sent = 0;
+    {
+        Fabric fab(c);
+        count_into(fab, 0, &r);
+        for (uint32_t s = 1; s <= 8; ++s)
+            for (uint32_t i = 0; i < 200; ++i, ++sent) {
+                auto f = udp_frame(s, 0, uint16_t(1000 + i), 4000, impair::Ecn::Ect0);
+                fab.host_send(s, 0, f.data(), uint32_t(f.size()));
+            }
+        sim::run(1000000000);
+        const FabricStats st = fab.stats();
+        EXPECT_EQ(st.frames_sent_by_hosts, sent);
+        EXPECT_EQ(st.queued_frames_now, 0u);
+        EXPECT_GT(st.queue_drops, 0u);
+        EXPECT_GT(st.link_losses, 0u);
+        EXPECT_EQ(st.frames_delivered_to_hosts, r.frames);
+        EXPECT_EQ(sent, r.frames + st.queue_drops + st.link_losses)
+            << "delivered " << r.frames << " dropped " << st.queue_drops << " lost " << st.link_losses;
+        EXPECT_EQ(r.bad_checksum, 0u);
+    }
+    sim::reset();
+}
+
+// Two senders at line rate into one receiver: the receiver's ToR port gains a frame per frame time.
+// Frames are marked only once more than K bytes wait, and Not-ECT frames are never marked.
+TEST(FabricPhysics, CeMarksOnlyAboveTheThresholdAndOnlyEct) {
+    constexpr uint32_t kFrame = 4000, kPerSender = 100;
+    for (uint32_t k_frames : {10u, 1000u}) {
+        for (impair::Ecn ecn : {impair::Ecn::Ect0, impair::Ecn::NotEct}) {
+            FabricConfig c;
+            c.hosts = 4;
+            c.topology = Topology::LeafSpine;
+            c.hosts_per_leaf = 4;
+            c.queue_bytes = 4 << 20;
+            c.ecn.kmin_bytes = c.ecn.kmax_bytes = k_frames * kFrame;
+            Received r;
+            {
+                Fabric fab(c);
+                count_into(fab, 0, &r);
+                for (uint32_t i = 0; i < kPerSender; ++i)
+                    for (uint32_t s : {1u, 2u}) {
+                        auto f = udp_frame(s, 0, uint16_t(2000 + i), kFrame, ecn);
+                        fab.host_send(s, 0, f.data(), kFrame);
+                    }
+                sim::run(1000000000);
+                const PortStats p = fab.port_to_host(0, 0);
+                EXPECT_EQ(r.frames, 2 * kPerSender);
+                EXPECT_EQ(r.bad_checksum, 0u);
+                if (ecn == impair::Ecn::NotEct || k_frames == 1000) {
+                    EXPECT_EQ(r.ce, 0u) << "K " << k_frames;
+                } else {
+                    // The queue passes K after about 2K arrivals (it grows by one frame per two arrivals);
+                    // every later ECT arrival finds it above K until the senders stop.
+                    EXPECT_GT(r.ce, 0u);
+                    RecordProperty("ce_marks", int(r.ce));
+                    std::printf("K %u frames: %lu of %u frames marked, queue max %lu bytes\n", k_frames,
+                                (unsigned long)r.ce, 2 * kPerSender, (unsigned long)p.max_bytes);
+                    EXPECT_LE(r.ce, 2 * kPerSender - 2 * k_frames);
+                    EXPECT_GE(r.ce, 2 * kPerSender - 2 * k_frames - 4);
+                    EXPECT_GT(p.max_bytes, uint64_t(k_frames) * kFrame);
+                }
+                EXPECT_EQ(p.marked, r.ce);
+            }
+            sim::reset();
+        }
+    }
+}
+
+TEST(FabricPhysics, EcmpSpreadsSourcePortsOverTheUplinks) {
+    FabricConfig c;
+    c.hosts = 128;  // k = 8: 4 uplinks per edge, 4 per aggregation switch
+    c.queue_bytes = 64 << 20;
+    Received r;
+    {
+        Fabric fab(c);
+        count_into(fab, 127, &r);
+        constexpr uint32_t kPorts = 4000;
+        for (uint32_t i = 0; i < kPorts; ++i) {
+            auto f = udp_frame(0, 127, uint16_t(10000 + i), 200, impair::Ecn::Ect0);
+            fab.host_send(0, 0, f.data(), uint32_t(f.size()));
+        }
+        sim::run(1000000000);
+        EXPECT_EQ(r.frames, kPorts);
+        std::vector<uint64_t> edge_up, agg_up;
+        for (const PortView& v : fab.switch_ports()) {
+            if (!v.up || v.stats.sent_frames == 0) continue;
+            (v.tier == 0 ? edge_up : agg_up).push_back(v.stats.sent_frames);
+        }
+        ASSERT_EQ(edge_up.size(), 4u);  // host 0's edge switch uses all 4 uplinks
+        for (uint64_t n : edge_up) EXPECT_NEAR(double(n), kPorts / 4.0, kPorts / 4.0 * 0.15);
+        // Every aggregation switch of pod 0 then spreads its share over its 4 core uplinks.
+        ASSERT_EQ(agg_up.size(), 16u);
+        for (uint64_t n : agg_up) EXPECT_NEAR(double(n), kPorts / 16.0, kPorts / 16.0 * 0.35);
+    }
+    sim::reset();
+}
+
+TEST(FabricMroce, PermutationOf16HostsCompletesVerified) {
+    FabricConfig fc;
+    fc.hosts = 16;
+    std::vector<FlowSpec> flows;
+    for (uint32_t h = 0; h < 16; ++h) flows.push_back({h, (h + 5) % 16, 256 * 1024, 50});
+    RunOptions ro;
+    ro.deadline_us = 20000;
+    const RunResult r = run_mroce(fc, MroceHostOptions{}, flows, ro);
+    for (const auto& f : r.flows)
+        EXPECT_TRUE(f.done && f.verified) << f.spec.src << "->" << f.spec.dst << ": " << f.error;
+    EXPECT_EQ(r.totals.host_rx_drops, 0u);
+}
+
+TEST(FabricMroce, LeafSpinePermutationWithTwoPlanesCompletesVerified) {
+    FabricConfig fc;
+    fc.topology = Topology::LeafSpine;
+    fc.hosts = 16;
+    fc.hosts_per_leaf = 4;
+    fc.planes = 2;
+    std::vector<FlowSpec> flows;
+    for (uint32_t h = 0; h < 16; ++h) flows.push_back({h, (h + 7) % 16, 256 * 1024, 50});
+    RunOptions ro;
+    ro.deadline_us = 20000;
+    const RunResult r = run_mroce(fc, MroceHostOptions{}, flows, ro);
+    for (const auto& f : r.flows)
+        EXPECT_TRUE(f.done && f.verified) << f.spec.src << "->" << f.spec.dst << ": " << f.error;
+}
+
+// Goodput here: the mean of the flows' own rates (bytes over FCT), so that one flow's tail does not
+// stand for all; the CLI reports the aggregate (to the last finish) beside it.
+double mean_flow_gbps(const RunResult& r) {
+    double sum = 0;
+    for (const auto& f : r.flows) sum += double(f.spec.bytes) * 8 / (f.fct_us() * 1e3);
+    return sum / double(r.flows.size());
+}
+
+// Loss is not congestion: at 1 % loss on every link (about 4 % of the packets of a path across the
+// core), a permutation of long flows keeps most of its goodput, every byte verified.
+TEST(FabricMroce, PermutationKeepsItsGoodputAtOnePercentLossOnEveryLink) {
+    FabricConfig fc;
+    fc.hosts = 16;
+    std::vector<FlowSpec> flows;
+    for (uint32_t h = 0; h < 16; ++h) flows.push_back({h, (h + 9) % 16, 8000000, 50});
+    RunOptions ro;
+    ro.deadline_us = 100000;
+    const RunResult clean = run_mroce(fc, MroceHostOptions{}, flows, ro);
+    fc.loss = 0.01;
+    const RunResult lossy = run_mroce(fc, MroceHostOptions{}, flows, ro);
+    for (const auto& f : lossy.flows)
+        ASSERT_TRUE(f.done && f.verified) << f.spec.src << "->" << f.spec.dst << ": " << f.error;
+    EXPECT_GT(lossy.fabric.link_losses, 1000u);
+    const double kept = mean_flow_gbps(lossy) / mean_flow_gbps(clean);
+    std::printf(
+        "1%% loss: %.1f of %.1f Gb/s per flow kept (%.3f); max FCT %.0f vs %.0f us; %lu frames lost, %lu resent\n",
+        mean_flow_gbps(lossy), mean_flow_gbps(clean), kept, lossy.max_fct_us(), clean.max_fct_us(),
+        (unsigned long)lossy.fabric.link_losses, (unsigned long)lossy.totals.retransmissions);
+    EXPECT_GT(kept, 0.8);
+}
+
+// A 4:1 incast: the receiver's hints share its link. Every flow finishes near the ideal (all
+// bytes over one link) and, once the shares are in force, the senders get nearly equal rates.
+TEST(FabricMroce, FourToOneIncastSharesTheLink) {
+    FabricConfig fc;
+    fc.hosts = 16;
+    std::vector<FlowSpec> flows;
+    for (uint32_t s : {1u, 5u, 9u, 13u}) flows.push_back({s, 0, 2000000, 50});
+    RunOptions ro;
+    ro.deadline_us = 100000;
+    ro.window_us = 50;
+    const RunResult r = run_mroce(fc, MroceHostOptions{}, flows, ro);
+    for (const auto& f : r.flows) ASSERT_TRUE(f.done && f.verified) << f.spec.src << ": " << f.error;
+    const double ideal = 4 * 2000000 * 8 / (fc.rate_gbps * 1e3);
+    double first_finish = 1e300;
+    for (const auto& f : r.flows) first_finish = std::min(first_finish, f.finish_us);
+    EXPECT_LT(r.max_fct_us(), ideal * 1.05);
+    // Full windows from 100 us after the start until the first flow ends.
+    const double start = r.flows[0].spec.start_us;
+    int windows = 0, fair = 0;
+    for (size_t w = size_t((start + 100) / ro.window_us) + 1; (double(w) + 1) * ro.window_us <= first_finish; ++w) {
+        double sum = 0, sq = 0;
+        for (const auto& b : r.bins) {
+            const double x = w < b.size() ? double(b[w]) : 0;
+            sum += x, sq += x * x;
+        }
+        const double jain = sum * sum / (4 * sq);
+        ++windows;
+        fair += jain >= 0.95;
+        EXPECT_GE(jain, 0.8) << "window " << w;
+    }
+    ASSERT_GT(windows, 5);
+    EXPECT_GE(fair, windows * 3 / 4) << fair << " of " << windows << " windows with Jain >= 0.95";
+}
+
+}  // namespace
+}  // namespace mroce::fabric
