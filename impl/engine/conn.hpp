@@ -156,6 +156,8 @@ struct Conn {
 
   // event loop: touched since the last transmission pass; re-arming deferred to the end of a burst
   bool touched = false, rearm_pending = false;
+  // new data held back because the port had no room (PacketIo::tx_room, A-30); retried at progress()
+  bool tx_waiting = false;
 
   // per-path and per-stream state
   std::unique_ptr<uint64_t[]> mem;

@@ -200,6 +200,7 @@ class Engine {
 
   // ---- send window (send_window.cpp) ----
   void transmit(Conn& c) noexcept;
+  void wait_for_tx_room(Conn& c) noexcept;
   void refresh_credit(Conn& c, uint64_t at) noexcept;
   bool rate_limited(const Conn& c, uint64_t at) const noexcept;
   uint64_t credit_deadline(const Conn& c) const noexcept;
@@ -293,6 +294,8 @@ class Engine {
 
   std::unique_ptr<uint32_t[]> touched_;  // connection slots touched since the last pass
   uint32_t n_touched_ = 0;
+  std::unique_ptr<uint32_t[]> tx_waiting_;  // connections that stopped for lack of port room
+  uint32_t n_tx_waiting_ = 0;
   std::unique_ptr<uint32_t[]> deferred_;  // passed inside a receive burst, timers not yet re-armed
   uint32_t n_deferred_ = 0;
   std::unique_ptr<uint32_t[]> expired_;

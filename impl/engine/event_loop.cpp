@@ -288,6 +288,14 @@ int Engine::progress() noexcept {
   rearm_deferred();
   if (!unstamped && !(total == 0 && unstamped_io_)) run_due(t);  // timers at their own times
   now_ = t;
+  // Connections whose new data waited for port room try again.
+  for (uint32_t i = 0; i < n_tx_waiting_; ++i) {
+    Conn& c = conns_[tx_waiting_[i]];
+    if (!c.tx_waiting) continue;
+    c.tx_waiting = false;
+    if (c.in_use) touch(c);
+  }
+  n_tx_waiting_ = 0;
   end_event();  // timers due by t (any left: overdue ones, fired once at t)
   in_timer_call_ = false;
   frames_.flush();

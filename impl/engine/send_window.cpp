@@ -418,6 +418,12 @@ void Engine::transmit(Conn& c) noexcept {
   while (!limited || c.rate.credit >= 0) {
     const uint32_t slot = c.send.new_data_slots.next_cyclic(c.send.next_slot);
     if (slot == kNone) break;
+    // [R-CC-11]: new data waits while the port's transmit ring is full, so that a window is
+    // not dumped into a NIC queue faster than the wire drains it; the next progress() retries.
+    if (frames_.pending() >= io_.tx_room()) {
+      wait_for_tx_room(c);
+      break;
+    }
     const uint32_t start = c.send.any_new_segment ? (uint32_t(c.send.last_path) + 1) % c.paths : 0;
     const uint32_t p = c.send.paths_with_room.next_cyclic(start);
     if (p == kNone) break;
@@ -470,6 +476,12 @@ void Engine::transmit(Conn& c) noexcept {
     update_room(c, uint16_t(p));
     path_changed(c, uint16_t(p));
   }
+}
+
+void Engine::wait_for_tx_room(Conn& c) noexcept {
+  if (c.tx_waiting) return;
+  c.tx_waiting = true;
+  tx_waiting_[n_tx_waiting_++] = conns_.slot(c);
 }
 
 // ---- posting [R-HDR-10], [R-HDR-14], [R-HDR-17] -------------------------------------------------------

@@ -46,6 +46,7 @@ class TxFrames {
     q_[n_++] = b;
     if (n_ == burst_) flush();
   }
+  uint16_t pending() const noexcept { return n_; }  // built, not yet given to the port
   void flush() noexcept {
     if (n_ == 0) return;
     io_->tx_burst(q_.get(), n_);

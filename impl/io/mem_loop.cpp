@@ -32,6 +32,7 @@ class MemLoop::Port final : public PacketIo {
   void free_rx(PacketBuf* b) noexcept override { loop_.pool_.free(b); }
   PacketBuf* alloc_tx() noexcept override { return loop_.pool_.alloc(); }
   void tx_burst(PacketBuf** pkts, uint16_t n) noexcept override { loop_.send(id_, pkts, n); }
+  uint32_t tx_room() const noexcept override { return loop_.tx_room_[id_]; }
 
  private:
   MemLoop& loop_;

@@ -45,6 +45,8 @@ class MemLoop {
 
   PacketIo& port(int i);
   Filter filter;
+  // What port i reports as its free transmit ring (PacketIo::tx_room); unlimited by default.
+  void set_tx_room(int i, uint32_t room) noexcept { tx_room_[i] = room; }
 
   // Earliest time a frame in flight becomes receivable (UINT64_MAX when none): lets a virtual-time
   // driver know when to move the clock.
@@ -80,6 +82,7 @@ class MemLoop {
   Ring ring_[2];  // ring_[i]: frames travelling towards port i
   std::unique_ptr<Port> ports_[2];
   Stats stats_;
+  uint32_t tx_room_[2] = {UINT32_MAX, UINT32_MAX};
 };
 
 }  // namespace mroce::io

@@ -67,6 +67,11 @@ class PacketIo {
   virtual void free_rx(PacketBuf* b) noexcept = 0;
   virtual PacketBuf* alloc_tx() noexcept = 0;
   virtual void tx_burst(PacketBuf** pkts, uint16_t n) noexcept = 0;
+  // Frames the port can take now without queueing them behind the wire (its free transmit ring).
+  // The engine holds new data back while it is 0 ([R-CC-11], A-30) and tries again at the next
+  // progress(), so the caller polls again once the ring drains; retransmissions and control frames
+  // are not held. Unlimited unless the port says otherwise.
+  virtual uint32_t tx_room() const noexcept { return UINT32_MAX; }
 };
 
 // Microseconds since an arbitrary origin; never goes backwards.

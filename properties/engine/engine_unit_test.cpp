@@ -252,6 +252,35 @@ TEST(EngineWire, R_ENC_1_EveryFrameCarriesBothEndsAddresses) {
 
 // ---- engine-specific ----------------------------------------------------------------------------
 
+// [R-CC-11]: a port with no transmit room holds new data back; the engine does not lose it
+// (no tx_no_buffer, no retransmission) and sends it at the first progress() after room returns.
+TEST(EngineSend, R_CC_11_NewDataWaitsForRoomInThePort) {
+  EnginePair net(engine_config(0), engine_config(1));
+  net.setup();
+  ASSERT_NE(net.conn[1], 0u);
+  uint64_t data_frames = 0;
+  net.filter = [&](int from, const fast::PacketView& v) {
+    if (from == 0 && v.payload_len() > 0) ++data_frames;
+    return io::Fate::Deliver;
+  };
+  net.loop().set_tx_room(0, 0);
+  ASSERT_EQ(write(net, 1, 64 * 1024), Result::Ok);
+  net.run(net.now() + 2000);
+  EXPECT_EQ(data_frames, 0u);
+  EXPECT_FALSE(done_a(net));
+  EXPECT_EQ(net.dev(0).counters().tx_no_buffer, 0u);
+  // Room for one frame at a time: it still goes, a frame per poll.
+  net.loop().set_tx_room(0, 1);
+  net.run(net.now() + 200);
+  EXPECT_GT(data_frames, 0u);
+  net.loop().set_tx_room(0, UINT32_MAX);
+  net.run(net.now() + 10000, [&] { return done_a(net); });
+  ASSERT_TRUE(done_a(net));
+  EXPECT_EQ(net.completions[0].back().status, Status::Success);
+  EXPECT_EQ(net.dev(0).counters().retransmissions, 0u);
+  EXPECT_EQ(net.dev(0).counters().tx_no_buffer, 0u);
+}
+
 // Engine choice ([R-CONF-2], impl/engine/README.md): over ports without rx timestamps only
 // progress() fires timers, after reading the frames that wait. An application call made after the
 // host stalled past the RTO must not retransmit what an unread ACK already acknowledged.
