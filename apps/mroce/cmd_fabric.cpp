@@ -75,14 +75,24 @@ double goodput_by_deadline(const fabric::RunResult& r) {
     return last > first ? bytes * 8.0 / ((last - first) * 1e3) : 0.0;
 }
 
-json row_json(const Row& row) {
-    const auto& r = row.run.result;
+// The FCTs of the flows that finished.
+std::vector<double> done_fcts(const fabric::RunResult& r) {
     std::vector<double> fcts;
     for (const auto& f : r.flows)
         if (f.done) fcts.push_back(f.fct_us());
-    double jain_mean = 0;
-    for (double j : row.run.jain) jain_mean += j;
-    if (!row.run.jain.empty()) jain_mean /= double(row.run.jain.size());
+    return fcts;
+}
+
+double mean_jain(const TransportRun& run) {
+    double sum = 0;
+    for (double j : run.jain) sum += j;
+    return run.jain.empty() ? 0.0 : sum / double(run.jain.size());
+}
+
+json row_json(const Row& row) {
+    const auto& r = row.run.result;
+    std::vector<double> fcts = done_fcts(r);
+    const double jain_mean = mean_jain(row.run);
     json failures = json::array();
     for (const auto& f : r.flows)
         if (!(f.done && f.verified) && failures.size() < 5)
@@ -162,10 +172,14 @@ public:
         if (!parse()) return kExitMisuse;
         const auto wall0 = std::chrono::steady_clock::now();
         try {
-            if (o_.scenario == "loss") scenario_loss();
-            else if (o_.scenario == "incast") scenario_incast(o_.senders.empty() ? std::vector<uint32_t>{16, 64, 256} : o_.senders);
-            else if (o_.scenario == "permutation") scenario_permutation(o_.hosts ? o_.hosts : 128);
-            else scenario_anchors();
+            if (o_.scenario == "loss")
+                scenario_loss();
+            else if (o_.scenario == "incast")
+                scenario_incast(o_.senders.empty() ? std::vector<uint32_t>{16, 64, 256} : o_.senders);
+            else if (o_.scenario == "permutation")
+                scenario_permutation(o_.hosts ? o_.hosts : 128);
+            else
+                scenario_anchors();
         } catch (const std::exception& e) {
             std::cerr << "mroce fabric: " << e.what() << "\n";
             return kExitMisuse;
@@ -174,13 +188,14 @@ public:
         bool pass = true;
         for (const Row& r : rows_)
             if (r.run.transport == Transport::Mroce && !r.run.result.all_verified()) pass = false;
-        std::cout << (pass ? "PASS" : "FAIL") << ": every mroce flow " << (pass ? "completed with the right bytes" : "did not complete verified")
-                  << " (" << fmt(wall, 1) << " s)\n";
+        std::cout << (pass ? "PASS" : "FAIL") << ": every mroce flow "
+                  << (pass ? "completed with the right bytes" : "did not complete verified") << " (" << fmt(wall, 1)
+                  << " s)\n";
         if (g_.json) {
             json runs = json::array();
             for (const Row& r : rows_) runs.push_back(row_json(r));
-            json j{{"scenario", o_.scenario}, {"pass", pass}, {"wall_s", wall}, {"runs", runs}, {"plots", plots_},
-                   {"config", config_json()}};
+            json j{{"scenario", o_.scenario}, {"pass", pass},           {"wall_s", wall}, {"runs", runs},
+                   {"plots", plots_},         {"config", config_json()}};
             if (!anchors_.is_null()) j["anchors"] = anchors_;
             std::cout << j.dump() << "\n";
         }
@@ -191,7 +206,8 @@ private:
     bool parse() {
         const std::set<std::string> scenarios{"loss", "incast", "permutation", "anchors"};
         if (!scenarios.count(o_.scenario)) {
-            std::cerr << "mroce fabric: unknown scenario '" << o_.scenario << "' (loss, incast, permutation, anchors)\n";
+            std::cerr << "mroce fabric: unknown scenario '" << o_.scenario
+                      << "' (loss, incast, permutation, anchors)\n";
             return false;
         }
         base_.fabric.planes = o_.planes;
@@ -201,8 +217,10 @@ private:
         base_.fabric.queue_bytes = o_.queue_kb * 1024;
         base_.fabric.ecn.kmin_bytes = base_.fabric.ecn.kmax_bytes = o_.ecn_kb * 1024;
         base_.fabric.seed = o_.seed;
-        if (o_.topology == "fat-tree") base_.fabric.topology = fabric::Topology::FatTree;
-        else if (o_.topology == "leaf-spine") base_.fabric.topology = fabric::Topology::LeafSpine;
+        if (o_.topology == "fat-tree")
+            base_.fabric.topology = fabric::Topology::FatTree;
+        else if (o_.topology == "leaf-spine")
+            base_.fabric.topology = fabric::Topology::LeafSpine;
         else {
             std::cerr << "mroce fabric: --topology must be fat-tree or leaf-spine, not '" << o_.topology << "'\n";
             return false;
@@ -216,7 +234,8 @@ private:
                                                      {"rocev2-pfc", Transport::RocePfc},
                                                      {"rocev2-gbn-nocc", Transport::RoceGbnNoCc},
                                                      {"rocev2-pfc-nocc", Transport::RocePfcNoCc}};
-        for (const auto& t : o_.transports.empty() ? std::vector<std::string>{"mroce", "rocev2-gbn", "rocev2-pfc"} : o_.transports) {
+        for (const auto& t :
+             o_.transports.empty() ? std::vector<std::string>{"mroce", "rocev2-gbn", "rocev2-pfc"} : o_.transports) {
             auto it = names.find(t);
             if (it == names.end()) {
                 std::cerr << "mroce fabric: unknown transport '" << t
@@ -236,17 +255,24 @@ private:
             return false;
         }
         base_.progress = [](const std::string& what, double sim_us, uint32_t done, uint32_t n) {
-            std::cerr << "  " << what << ": " << done << "/" << n << " flows done, simulated " << fmt(sim_us, 0) << " us\n";
+            std::cerr << "  " << what << ": " << done << "/" << n << " flows done, simulated " << fmt(sim_us, 0)
+                      << " us\n";
         };
         return true;
     }
 
     json config_json() const {
         const auto& f = base_.fabric;
-        return json{{"topology", fabric::topology_name(f.topology)}, {"planes", f.planes}, {"rate_gbps", f.rate_gbps},
-                    {"link_delay_us", f.link_delay_us}, {"queue_bytes", f.queue_bytes},
-                    {"ecn_k_bytes", f.ecn.kmin_bytes}, {"seed", f.seed}, {"bytes_per_flow", base_.bytes},
-                    {"mroce_paths", base_.mroce.offer.paths}, {"mroce_window_cap", base_.mroce.offer.window_cap},
+        return json{{"topology", fabric::topology_name(f.topology)},
+                    {"planes", f.planes},
+                    {"rate_gbps", f.rate_gbps},
+                    {"link_delay_us", f.link_delay_us},
+                    {"queue_bytes", f.queue_bytes},
+                    {"ecn_k_bytes", f.ecn.kmin_bytes},
+                    {"seed", f.seed},
+                    {"bytes_per_flow", base_.bytes},
+                    {"mroce_paths", base_.mroce.offer.paths},
+                    {"mroce_window_cap", base_.mroce.offer.window_cap},
                     {"payload", base_.mroce.offer.max_payload}};
     }
 
@@ -254,14 +280,15 @@ private:
         return std::find(base_.transports.begin(), base_.transports.end(), t) != base_.transports.end();
     }
 
-    TransportRun run_one(Transport t, fabric::ScenarioOptions o, const std::vector<fabric::FlowSpec>& flows, double loss,
-                         const std::string& label) {
+    TransportRun run_one(Transport t, fabric::ScenarioOptions o, const std::vector<fabric::FlowSpec>& flows,
+                         double loss, const std::string& label) {
         std::cerr << "mroce fabric: " << label << ", " << fabric::transport_name(t) << ", " << fmt(loss * 100, 1)
                   << "% loss, " << o.fabric.hosts << " hosts, " << flows.size() << " flows\n";
         TransportRun r = fabric::run_transport(t, o, flows, loss);
         const auto& res = r.result;
-        std::cerr << "  done " << res.done() << "/" << flows.size() << (res.all_verified() ? " verified" : " NOT ALL VERIFIED")
-                  << ", max FCT " << fmt(res.max_fct_us()) << " us, " << fmt(res.wall_s, 2) << " s wall, "
+        std::cerr << "  done " << res.done() << "/" << flows.size()
+                  << (res.all_verified() ? " verified" : " NOT ALL VERIFIED") << ", max FCT " << fmt(res.max_fct_us())
+                  << " us, " << fmt(res.wall_s, 2) << " s wall, "
                   << fmt(double(res.events) / std::max(res.wall_s, 1e-9) / 1e6, 2) << " M events/s\n";
         return r;
     }
@@ -283,7 +310,8 @@ private:
         fabric::ScenarioOptions o = base_;
         o.fabric.hosts = o_.hosts ? o_.hosts : 16;
         o.deadline_us = (o_.deadline_ms > 0 ? o_.deadline_ms : 100) * 1000;
-        const std::vector<double> losses = o_.loss_pct.empty() ? std::vector<double>{0, 0.1, 0.5, 1, 2, 5, 10} : o_.loss_pct;
+        const std::vector<double> losses =
+            o_.loss_pct.empty() ? std::vector<double>{0, 0.1, 0.5, 1, 2, 5, 10} : o_.loss_pct;
         const auto flows = fabric::permutation_flows(o.fabric.hosts, o.bytes, 100, o_.seed);
         const double base_rtt = fabric::Fabric::max_rtt_us(o.fabric, o.mroce.offer.max_payload + 100);
         std::map<Transport, double> at_zero;
@@ -299,32 +327,39 @@ private:
                 if (zero > 0) row.kept = row.goodput_gbps / zero;
                 const auto& r = row.run.result;
                 cells.push_back({fabric::transport_name(t), fmt(l, 1), fmt(row.goodput_gbps, 0),
-                                 row.kept < 0 ? "-" : fmt(row.kept, 3), std::to_string(r.done()) + "/" + std::to_string(r.flows.size()),
-                                 fmt(r.max_fct_us()), std::to_string(r.fabric.link_losses), std::to_string(r.totals.retransmissions),
+                                 row.kept < 0 ? "-" : fmt(row.kept, 3),
+                                 std::to_string(r.done()) + "/" + std::to_string(r.flows.size()), fmt(r.max_fct_us()),
+                                 std::to_string(r.fabric.link_losses), std::to_string(r.totals.retransmissions),
                                  std::to_string(r.totals.timeouts), std::to_string(r.fabric.queue_drops)});
                 rows_.push_back(std::move(row));
             }
         }
         std::cout << "loss sweep: " << o.fabric.hosts << "-host " << fabric::topology_name(o.fabric.topology)
-                  << " permutation, " << o.bytes << " B per flow, loss on every link; kept = goodput / the same transport's at 0% "
+                  << " permutation, " << o.bytes
+                  << " B per flow, loss on every link; kept = goodput / the same transport's at 0% "
                   << "(rocev2-pfc runs at 0% only)\n";
-        print_table({"transport", "loss%", "Gb/s", "kept", "done", "max FCT us", "lost", "retx", "timeouts", "drops"}, cells);
+        print_table({"transport", "loss%", "Gb/s", "kept", "done", "max FCT us", "lost", "retx", "timeouts", "drops"},
+                    cells);
         if (!o_.plots) return;
         std::ostringstream d;
         for (const Row& r : rows_)
-            d << fabric::transport_name(r.run.transport) << " " << r.run.loss * 100 << " " << (r.kept < 0 ? 0 : r.kept) << "\n";
+            d << fabric::transport_name(r.run.transport) << " " << r.run.loss * 100 << " " << (r.kept < 0 ? 0 : r.kept)
+              << "\n";
         std::string data;
         for (Transport t : {Transport::Mroce, Transport::RoceGbn}) {
             data += std::string("# ") + fabric::transport_name(t) + "\n";
             for (const Row& r : rows_)
-                if (r.run.transport == t) data += fmt(r.run.loss * 100, 2) + " " + fmt(r.kept < 0 ? 0 : r.kept, 4) + "\n";
+                if (r.run.transport == t)
+                    data += fmt(r.run.loss * 100, 2) + " " + fmt(r.kept < 0 ? 0 : r.kept, 4) + "\n";
             data += "\n\n";
         }
         add_plot("loss_kept", data,
                  "set title 'Goodput kept vs loss on every link (permutation)'\nset xlabel 'loss per link (%)'\n"
                  "set ylabel 'goodput / goodput at 0%'\nset logscale x\nset xrange [0.05:20]\nset yrange [0:1.2]\n"
-                 "plot '" + dat_path("loss_kept") + "' index 0 using ($1>0?$1:0.05):2 with linespoints title 'mroce', '' index 1 "
-                 "using ($1>0?$1:0.05):2 with linespoints title 'RoCEv2 go-back-N + DCQCN'\n");
+                 "plot '" +
+                     dat_path("loss_kept") +
+                     "' index 0 using ($1>0?$1:0.05):2 with linespoints title 'mroce', '' index 1 "
+                     "using ($1>0?$1:0.05):2 with linespoints title 'RoCEv2 go-back-N + DCQCN'\n");
     }
 
     void scenario_incast(const std::vector<uint32_t>& senders_list) {
@@ -341,16 +376,13 @@ private:
                 fabric::compute_fairness(row.run, 0);
                 row.goodput_gbps = goodput_by_deadline(row.run.result);
                 const auto& r = row.run.result;
-                std::vector<double> fcts;
-                for (const auto& f : r.flows)
-                    if (f.done) fcts.push_back(f.fct_us());
-                double jmean = 0;
-                for (double j : row.run.jain) jmean += j;
-                if (!row.run.jain.empty()) jmean /= double(row.run.jain.size());
+                std::vector<double> fcts = done_fcts(r);
+                const double jmean = mean_jain(row.run);
                 const double fair = row.run.fair_at_us < 0 ? -1 : row.run.fair_at_us - 100;
                 cells.push_back({std::to_string(n), fabric::transport_name(t), fmt(fabric::percentile(fcts, 0)),
-                                 fmt(fabric::percentile(fcts, 0.5)), fmt(fabric::percentile(fcts, 1)), fmt(row.run.ideal_fct_us),
-                                 fmt(fabric::percentile(fcts, 1) / row.run.ideal_fct_us, 3), fmt(jmean, 3),
+                                 fmt(fabric::percentile(fcts, 0.5)), fmt(fabric::percentile(fcts, 1)),
+                                 fmt(row.run.ideal_fct_us), fmt(fabric::percentile(fcts, 1) / row.run.ideal_fct_us, 3),
+                                 fmt(jmean, 3),
                                  fair < 0 ? "never" : fmt(fair, 0) + " (" + fmt(fair / base_rtt, 1) + " RTT)",
                                  fmt(double(r.watched_port.max_bytes) / 1024, 0),
                                  fmt(r.sim_end_us > 0 ? r.watched_port.byte_us / r.sim_end_us / 1024 : 0, 0),
@@ -358,20 +390,24 @@ private:
                                  std::to_string(r.done()) + "/" + std::to_string(r.flows.size())});
                 if (o_.plots) {
                     std::string data;
-                    for (size_t w = 0; w < row.run.jain.size(); ++w) data += fmt((double(w) + 0.5) * r.window_us, 0) + " " + fmt(row.run.jain[w], 4) + "\n";
+                    for (size_t w = 0; w < row.run.jain.size(); ++w)
+                        data += fmt((double(w) + 0.5) * r.window_us, 0) + " " + fmt(row.run.jain[w], 4) + "\n";
                     const std::string name = "incast" + std::to_string(n) + "_" + fabric::transport_name(t) + "_jain";
                     add_plot(name, data,
                              "set title '" + std::to_string(n) + ":1 incast, " + fabric::transport_name(t) +
-                                 ": Jain index per 100 us window'\nset xlabel 'time (us)'\nset ylabel 'Jain index'\nset yrange [0:1.05]\n"
-                                 "plot '" + dat_path(name) + "' using 1:2 with steps title 'Jain'\n");
+                                 ": Jain index per 100 us window'\nset xlabel 'time (us)'\nset ylabel 'Jain "
+                                 "index'\nset yrange [0:1.05]\n"
+                                 "plot '" +
+                                 dat_path(name) + "' using 1:2 with steps title 'Jain'\n");
                 }
                 rows_.push_back(std::move(row));
             }
         }
-        std::cout << "incast: N senders to one host, " << base_.bytes << " B each, all at t=100 us; fair = from the flows' start to the "
+        std::cout << "incast: N senders to one host, " << base_.bytes
+                  << " B each, all at t=100 us; fair = from the flows' start to the "
                      "first 100 us window from which Jain >= 0.95 holds; queue = the receiver's ToR port\n";
-        print_table({"N", "transport", "FCT min", "p50", "max", "ideal", "max/ideal", "Jain mean", "fair after us", "q max KB",
-                     "q mean KB", "drops", "pauses", "done"},
+        print_table({"N", "transport", "FCT min", "p50", "max", "ideal", "max/ideal", "Jain mean", "fair after us",
+                     "q max KB", "q mean KB", "drops", "pauses", "done"},
                     cells);
     }
 
@@ -387,31 +423,32 @@ private:
             const auto& r = row.run.result;
             const double max_fct = r.max_fct_us();
             row.goodput_gbps = max_fct > 0 ? double(r.done()) * double(o.bytes) * 8 / (max_fct * 1e3) : 0;
-            std::vector<double> fcts;
-            for (const auto& f : r.flows)
-                if (f.done) fcts.push_back(f.fct_us());
+            std::vector<double> fcts = done_fcts(r);
             const double wall = std::max(r.wall_s, 1e-9);
-            cells.push_back({fabric::transport_name(t), fmt(row.goodput_gbps / 1000, 2), fmt(fabric::percentile(fcts, 0.5)), fmt(max_fct),
-                             fmt(row.run.ideal_fct_us), std::to_string(r.done()) + "/" + std::to_string(r.flows.size()),
-                             std::to_string(r.totals.retransmissions), std::to_string(r.fabric.queue_drops), fmt(wall, 2),
-                             fmt(double(r.events) / wall / 1e6, 2), fmt(r.sim_end_us / wall, 0),
+            cells.push_back({fabric::transport_name(t), fmt(row.goodput_gbps / 1000, 2),
+                             fmt(fabric::percentile(fcts, 0.5)), fmt(max_fct), fmt(row.run.ideal_fct_us),
+                             std::to_string(r.done()) + "/" + std::to_string(r.flows.size()),
+                             std::to_string(r.totals.retransmissions), std::to_string(r.fabric.queue_drops),
+                             fmt(wall, 2), fmt(double(r.events) / wall / 1e6, 2), fmt(r.sim_end_us / wall, 0),
                              fmt(double(r.bytes_per_host) / 1024, 0), fmt(double(r.bytes_per_connection) / 1024, 1),
                              fmt(double(r.peak_rss_bytes) / 1e6, 0)});
             if (o_.plots) {
                 std::sort(fcts.begin(), fcts.end());
                 std::string data;
-                for (size_t i = 0; i < fcts.size(); ++i) data += fmt(fcts[i], 2) + " " + fmt(double(i + 1) / double(fcts.size()), 4) + "\n";
+                for (size_t i = 0; i < fcts.size(); ++i)
+                    data += fmt(fcts[i], 2) + " " + fmt(double(i + 1) / double(fcts.size()), 4) + "\n";
                 const std::string name = std::string("permutation_") + fabric::transport_name(t) + "_fct";
                 add_plot(name, data,
                          "set title '" + std::to_string(hosts) + "-host permutation, " + fabric::transport_name(t) +
-                             ": FCT CDF'\nset xlabel 'FCT (us)'\nset ylabel 'fraction of flows'\nplot '" + dat_path(name) +
-                             "' using 1:2 with steps title 'FCT'\n");
+                             ": FCT CDF'\nset xlabel 'FCT (us)'\nset ylabel 'fraction of flows'\nplot '" +
+                             dat_path(name) + "' using 1:2 with steps title 'FCT'\n");
             }
             rows_.push_back(std::move(row));
         }
-        std::cout << "permutation: " << hosts << " hosts, " << o.bytes << " B per flow, all at t=100 us; aggregate = bits of all flows / max FCT\n";
-        print_table({"transport", "Tb/s", "FCT p50", "max", "ideal", "done", "retx", "drops", "wall s", "M ev/s", "sim us/s",
-                     "KB/host", "KB/conn", "RSS MB"},
+        std::cout << "permutation: " << hosts << " hosts, " << o.bytes
+                  << " B per flow, all at t=100 us; aggregate = bits of all flows / max FCT\n";
+        print_table({"transport", "Tb/s", "FCT p50", "max", "ideal", "done", "retx", "drops", "wall s", "M ev/s",
+                     "sim us/s", "KB/host", "KB/conn", "RSS MB"},
                     cells);
     }
 
@@ -421,7 +458,8 @@ private:
         base_.fabric.rate_gbps = 100;
         base_.fabric.link_delay_us = 1;
         base_.bytes = 2000000;
-        if (o_.transports.empty()) base_.transports.insert(base_.transports.end(), {Transport::RoceGbnNoCc, Transport::RocePfcNoCc});
+        if (o_.transports.empty())
+            base_.transports.insert(base_.transports.end(), {Transport::RoceGbnNoCc, Transport::RocePfcNoCc});
         const size_t first = rows_.size();
         o_.hosts = 16;
         scenario_incast({15});
@@ -430,22 +468,21 @@ private:
         scenario_permutation(128);
         std::vector<std::vector<std::string>> cells;
         anchors_ = json::array();
-        auto add = [&](const std::string& setup, const std::string& who, const std::string& metric, double theirs, double ours) {
+        auto add = [&](const std::string& setup, const std::string& who, const std::string& metric, double theirs,
+                       double ours) {
             cells.push_back({setup, who, metric, fmt(theirs, 2), ours < 0 ? "-" : fmt(ours, 2)});
-            anchors_.push_back(json{{"setup", setup}, {"transport", who}, {"metric", metric}, {"anchor", theirs}, {"ours", ours}});
+            anchors_.push_back(
+                json{{"setup", setup}, {"transport", who}, {"metric", metric}, {"anchor", theirs}, {"ours", ours}});
         };
         auto find = [&](size_t from, size_t to, Transport t) -> const Row* {
             for (size_t i = from; i < to; ++i)
                 if (rows_[i].run.transport == t) return &rows_[i];
             return nullptr;
         };
-        auto jain_mean = [](const Row* r) {
-            double s = 0;
-            for (double j : r->run.jain) s += j;
-            return r->run.jain.empty() ? 0.0 : s / double(r->run.jain.size());
-        };
+        auto jain_mean = [](const Row* r) { return mean_jain(r->run); };
         if (const Row* r = find(first, mid, Transport::Mroce)) {
-            add("16-host 15:1 incast", "UET NSCC+RCCC vs mroce", "max FCT us (ideal 2400)", 2462.9, r->run.result.max_fct_us());
+            add("16-host 15:1 incast", "UET NSCC+RCCC vs mroce", "max FCT us (ideal 2400)", 2462.9,
+                r->run.result.max_fct_us());
             add("16-host 15:1 incast", "UET NSCC+RCCC vs mroce", "Jain", 0.993, jain_mean(r));
         }
         for (Transport t : {Transport::RocePfc, Transport::RocePfcNoCc})
@@ -460,8 +497,10 @@ private:
         }
         for (Transport t : {Transport::RoceGbn, Transport::RocePfc, Transport::RoceGbnNoCc, Transport::RocePfcNoCc})
             if (const Row* r = find(mid, rows_.size(), t)) {
-                add("128-host permutation", std::string("RoCE on ECMP vs ") + fabric::transport_name(t), "aggregate Tb/s", 2.49, r->goodput_gbps / 1000);
-                add("128-host permutation", std::string("RoCE on ECMP vs ") + fabric::transport_name(t), "max FCT us", 821.6, r->run.result.max_fct_us());
+                add("128-host permutation", std::string("RoCE on ECMP vs ") + fabric::transport_name(t),
+                    "aggregate Tb/s", 2.49, r->goodput_gbps / 1000);
+                add("128-host permutation", std::string("RoCE on ECMP vs ") + fabric::transport_name(t), "max FCT us",
+                    821.6, r->run.result.max_fct_us());
             }
         std::cout << "anchors (htsim on the same setups) beside ours:\n";
         print_table({"setup", "anchor vs ours", "metric", "anchor", "ours"}, cells);
@@ -488,24 +527,43 @@ Runner add_fabric(CLI::App& app, const GlobalOptions& global) {
     auto o = std::make_shared<FabricCliOptions>();
     sub->add_option("scenario", o->scenario, "loss | incast | permutation | anchors")->required();
     sub->add_option("--hosts", o->hosts, "Hosts (default: loss 16, permutation 128, incast N+1)");
-    sub->add_option("--planes", o->planes, "Planes: one NIC port per plane per host")->capture_default_str()->check(CLI::Range(1u, 16u));
+    sub->add_option("--planes", o->planes, "Planes: one NIC port per plane per host")
+        ->capture_default_str()
+        ->check(CLI::Range(1u, 16u));
     sub->add_option("--rate", o->rate_gbps, "Link rate (Gb/s)")->capture_default_str()->check(CLI::PositiveNumber);
-    sub->add_option("--delay-us", o->delay_us, "Link delay (us, one way)")->capture_default_str()->check(CLI::NonNegativeNumber);
+    sub->add_option("--delay-us", o->delay_us, "Link delay (us, one way)")
+        ->capture_default_str()
+        ->check(CLI::NonNegativeNumber);
     sub->add_option("--topology", o->topology, "fat-tree | leaf-spine")->capture_default_str();
-    sub->add_option("--hosts-per-leaf", o->hosts_per_leaf, "Leaf-spine: hosts per leaf (= spines)")->capture_default_str()->check(CLI::Range(1u, 4096u));
-    sub->add_option("--loss", o->loss_pct, "Loss per link in % (loss: the sweep's points; default 0 0.1 0.5 1 2 5 10)")->delimiter(',');
-    sub->add_option("--senders", o->senders, "Incast sizes N (default 16,64,256)")->delimiter(',')->check(CLI::Range(1u, 100000u));
-    sub->add_option("--bytes", o->bytes, "Bytes per flow (default: loss 16000000, others 2000000)")->check(CLI::Range(uint64_t(1), uint64_t(1) << 31));
+    sub->add_option("--hosts-per-leaf", o->hosts_per_leaf, "Leaf-spine: hosts per leaf (= spines)")
+        ->capture_default_str()
+        ->check(CLI::Range(1u, 4096u));
+    sub->add_option("--loss", o->loss_pct, "Loss per link in % (loss: the sweep's points; default 0 0.1 0.5 1 2 5 10)")
+        ->delimiter(',');
+    sub->add_option("--senders", o->senders, "Incast sizes N (default 16,64,256)")
+        ->delimiter(',')
+        ->check(CLI::Range(1u, 100000u));
+    sub->add_option("--bytes", o->bytes, "Bytes per flow (default: loss 16000000, others 2000000)")
+        ->check(CLI::Range(uint64_t(1), uint64_t(1) << 31));
     sub->add_option("--seed", o->seed, "Seed (routes, loss, permutation)")->capture_default_str();
     sub->add_option("--window-cap", o->window_cap, "mroce Window Cap: the most packets in flight per path")
         ->capture_default_str()
         ->check(CLI::Range(1u, 256u));
-    sub->add_option("--paths", o->paths, "mroce paths per connection")->capture_default_str()->check(CLI::Range(1u, 256u));
-    sub->add_option("--queue-kb", o->queue_kb, "Switch port buffer (KiB, tail drop)")->capture_default_str()->check(CLI::Range(8u, 1u << 20));
+    sub->add_option("--paths", o->paths, "mroce paths per connection")
+        ->capture_default_str()
+        ->check(CLI::Range(1u, 256u));
+    sub->add_option("--queue-kb", o->queue_kb, "Switch port buffer (KiB, tail drop)")
+        ->capture_default_str()
+        ->check(CLI::Range(8u, 1u << 20));
     sub->add_option("--ecn-kb", o->ecn_kb, "mroce runs: ECN step threshold K (KiB); RoCE runs use DCQCN's RED setting")
-        ->capture_default_str()->check(CLI::Range(1u, 1u << 20));
-    sub->add_option("--transports", o->transports, "Any of mroce, rocev2-gbn, rocev2-pfc (DCQCN), rocev2-gbn-nocc, rocev2-pfc-nocc (no CC); default the first three, anchors adds the no-CC pair")->delimiter(',');
-    sub->add_option("--deadline-ms", o->deadline_ms, "Simulated time limit per run (default: loss 100, others 1000)")->check(CLI::PositiveNumber);
+        ->capture_default_str()
+        ->check(CLI::Range(1u, 1u << 20));
+    sub->add_option("--transports", o->transports,
+                    "Any of mroce, rocev2-gbn, rocev2-pfc (DCQCN), rocev2-gbn-nocc, rocev2-pfc-nocc (no CC); default "
+                    "the first three, anchors adds the no-CC pair")
+        ->delimiter(',');
+    sub->add_option("--deadline-ms", o->deadline_ms, "Simulated time limit per run (default: loss 100, others 1000)")
+        ->check(CLI::PositiveNumber);
     sub->add_option("--out", o->out_dir, "Folder for the gnuplot PNGs and their data (default mroce-fabric-SCENARIO)");
     sub->add_flag("!--no-plots", o->plots, "Do not write plots");
     return [o, &global]() { return FabricCommand(*o, global).run(); };

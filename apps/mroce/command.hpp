@@ -45,5 +45,6 @@ Runner add_sim(CLI::App& app, const GlobalOptions& global);
 Runner add_replay(CLI::App& app, const GlobalOptions& global);
 Runner add_conform(CLI::App& app, const GlobalOptions& global);
 Runner add_check(CLI::App& app, const GlobalOptions& global);
+Runner add_fabric(CLI::App& app, const GlobalOptions& global);  // with ns-3 (MROCE_HAVE_FABRIC)
 
 }  // namespace mroce::cli

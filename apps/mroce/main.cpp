@@ -46,6 +46,9 @@ int main(int argc, char** argv) {
 #ifdef MROCE_HAVE_AGENT
     add(add_agent(app, global));
 #endif
+#ifdef MROCE_HAVE_FABRIC
+    add(add_fabric(app, global));
+#endif
 
     // Name an unknown subcommand outright instead of CLI11's generic complaint.
     for (int i = 1; i < argc; ++i) {

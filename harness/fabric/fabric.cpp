@@ -10,6 +10,7 @@
 
 #include "fabric/frame_head.hpp"
 #include "fabric/switch.hpp"
+#include "impair/prng.hpp"
 
 namespace mroce::fabric {
 
@@ -58,14 +59,6 @@ private:
 
 constexpr uint32_t kNicQueueBytes = 1u << 30;
 
-uint32_t mix(uint64_t x) {
-    x ^= x >> 33;
-    x *= 0xff51afd7ed558ccdull;
-    x ^= x >> 33;
-    x *= 0xc4ceb9fe1a85ec53ull;
-    x ^= x >> 33;
-    return uint32_t(x);
-}
 void count_loss(uint64_t* losses, Ptr<const ns3::Packet>) { ++*losses; }
 }  // namespace
 
@@ -151,7 +144,7 @@ void Fabric::Impl::build() {
 uint32_t Fabric::Impl::add_switch(uint32_t plane, uint32_t tier, uint32_t lo, uint32_t hi) {
     const uint32_t index = uint32_t(switches.size());
     switches.push_back(std::make_unique<Switch>(ns3::CreateObject<ns3::Node>(), config, plane, tier, lo, hi,
-                                                mix(config.seed * 0x9E3779B97F4A7C15ull + index)));
+                                                uint32_t(impair::mix64(config.seed * 0x9E3779B97F4A7C15ull + index))));
     return index;
 }
 

@@ -49,32 +49,32 @@
 namespace mroce::fabric {
 
 struct RoceOptions {
-  uint32_t mtu = 4096;     // path MTU: payload bytes per packet
-  uint32_t ack_every = 4;  // responder ACK coalescing (packets); the last packet is always ACKed
-  // Retransmission timeout. IBA encodes it as 4.096 us * 2^local_ack_timeout; 2^8 gives 1.05 ms,
-  // about the shortest that deployments set (the Linux default of 14 is 67 ms, which would only
-  // make go-back-N's tail worse). Far above the fabric's RTT (~10 us), so timeouts are not spurious.
-  double rto_us = 4.096 * 256;
-  uint32_t retry_cnt = 7;     // consecutive timeouts without progress before the QP errors; 0: never
-  uint64_t window_bytes = 0;  // cap on unacked bytes in flight; 0: none (as IBA: rate only)
-  uint8_t dscp_data = 26;     // data, ACK and NAK
-  uint8_t dscp_cnp = 48;      // CNP (Mellanox's default CNP priority)
+    uint32_t mtu = 4096;     // path MTU: payload bytes per packet
+    uint32_t ack_every = 4;  // responder ACK coalescing (packets); the last packet is always ACKed
+    // Retransmission timeout. IBA encodes it as 4.096 us * 2^local_ack_timeout; 2^8 gives 1.05 ms,
+    // about the shortest that deployments set (the Linux default of 14 is 67 ms, which would only
+    // make go-back-N's tail worse). Far above the fabric's RTT (~10 us), so timeouts are not spurious.
+    double rto_us = 4.096 * 256;
+    uint32_t retry_cnt = 7;     // consecutive timeouts without progress before the QP errors; 0: never
+    uint64_t window_bytes = 0;  // cap on unacked bytes in flight; 0: none (as IBA: rate only)
+    uint8_t dscp_data = 26;     // data, ACK and NAK
+    uint8_t dscp_cnp = 48;      // CNP (Mellanox's default CNP priority)
 
-  // DCQCN (Zhu et al., SIGCOMM 2015, section 3 and table of parameters). These are the paper's
-  // constants as best recalled: g = 1/256, the alpha and rate-increase timers 55 us, byte counter
-  // 10 MB, F = 5, R_AI = 40 Mb/s; R_HAI is given here as 100 Mb/s (the brief's value; the paper's
-  // hyper-increase step is less certain). CNP interval 50 us at the notification point.
-  bool dcqcn = true;  // false: no CNPs, no rate control (line-rate pacing)
-  double cnp_interval_us = 50;
-  double g = 1.0 / 256;
-  double initial_alpha = 1.0;
-  double alpha_timer_us = 55;
-  double rate_timer_us = 55;
-  uint64_t byte_counter = 10ull * 1000 * 1000;
-  uint32_t fast_recovery_steps = 5;
-  double rate_ai_gbps = 0.04;
-  double rate_hai_gbps = 0.1;
-  double rate_min_gbps = 0.1;  // floor of Rc (NICs have a minimum rate; 100 Mb/s here)
+    // DCQCN (Zhu et al., SIGCOMM 2015, section 3 and table of parameters). These are the paper's
+    // constants as best recalled: g = 1/256, the alpha and rate-increase timers 55 us, byte counter
+    // 10 MB, F = 5, R_AI = 40 Mb/s; R_HAI is given here as 100 Mb/s (the brief's value; the paper's
+    // hyper-increase step is less certain). CNP interval 50 us at the notification point.
+    bool dcqcn = true;  // false: no CNPs, no rate control (line-rate pacing)
+    double cnp_interval_us = 50;
+    double g = 1.0 / 256;
+    double initial_alpha = 1.0;
+    double alpha_timer_us = 55;
+    double rate_timer_us = 55;
+    uint64_t byte_counter = 10ull * 1000 * 1000;
+    uint32_t fast_recovery_steps = 5;
+    double rate_ai_gbps = 0.04;
+    double rate_hai_gbps = 0.1;
+    double rate_min_gbps = 0.1;  // floor of Rc (NICs have a minimum rate; 100 Mb/s here)
 };
 
 // The switch marking DCQCN recommends (K_min 5 KB, K_max 200 KB, P_max 1%, RED-like on the egress
@@ -83,9 +83,9 @@ struct RoceOptions {
 FabricConfig dcqcn_marking(FabricConfig config);
 
 struct RoceCounters {
-  uint64_t data_packets = 0, retransmissions = 0, timeouts = 0, naks_sent = 0, naks_received = 0;
-  uint64_t acks_sent = 0, cnps_sent = 0, cnps_received = 0, rate_cuts = 0, ce_seen = 0;
-  uint64_t duplicates = 0, out_of_order_dropped = 0, bad_frames = 0, icrc_errors = 0;
+    uint64_t data_packets = 0, retransmissions = 0, timeouts = 0, naks_sent = 0, naks_received = 0;
+    uint64_t acks_sent = 0, cnps_sent = 0, cnps_received = 0, rate_cuts = 0, ce_seen = 0;
+    uint64_t duplicates = 0, out_of_order_dropped = 0, bad_frames = 0, icrc_errors = 0;
 };
 
 // RoCEv2 frame layout and codec (exposed for the tests).
@@ -93,32 +93,32 @@ namespace roce {
 
 inline constexpr uint16_t kUdpPort = 4791;
 enum Opcode : uint8_t {
-  kWriteFirst = 0x06,
-  kWriteMiddle = 0x07,
-  kWriteLast = 0x08,
-  kWriteLastImm = 0x09,
-  kWriteOnly = 0x0A,
-  kWriteOnlyImm = 0x0B,
-  kAck = 0x11,
-  kCnp = 0x81,
+    kWriteFirst = 0x06,
+    kWriteMiddle = 0x07,
+    kWriteLast = 0x08,
+    kWriteLastImm = 0x09,
+    kWriteOnly = 0x0A,
+    kWriteOnlyImm = 0x0B,
+    kAck = 0x11,
+    kCnp = 0x81,
 };
 inline constexpr uint8_t kSyndromeAck = 0x1F;     // ACK, end-to-end credits not used
 inline constexpr uint8_t kSyndromeNakSeq = 0x60;  // NAK, PSN sequence error
 
 struct Packet {
-  uint32_t src_host = 0, dst_host = 0;
-  uint16_t sport = 0;
-  uint8_t dscp = 26, ecn = 0;  // ecn: RFC 3168 codepoint (2: ECT(0), 3: CE)
-  uint8_t opcode = 0;
-  bool ack_req = false;
-  uint32_t dest_qp = 0, psn = 0;
-  uint8_t syndrome = 0;  // AETH (opcode kAck)
-  uint32_t msn = 0;
-  uint64_t va = 0;  // RETH (Write First/Only)
-  uint32_t rkey = 0, dma_len = 0;
-  uint32_t imm = 0;  // ImmDt (Write Last/Only with immediate)
-  const uint8_t* payload = nullptr;
-  uint32_t payload_len = 0;
+    uint32_t src_host = 0, dst_host = 0;
+    uint16_t sport = 0;
+    uint8_t dscp = 26, ecn = 0;  // ecn: RFC 3168 codepoint (2: ECT(0), 3: CE)
+    uint8_t opcode = 0;
+    bool ack_req = false;
+    uint32_t dest_qp = 0, psn = 0;
+    uint8_t syndrome = 0;  // AETH (opcode kAck)
+    uint32_t msn = 0;
+    uint64_t va = 0;  // RETH (Write First/Only)
+    uint32_t rkey = 0, dma_len = 0;
+    uint32_t imm = 0;  // ImmDt (Write Last/Only with immediate)
+    const uint8_t* payload = nullptr;
+    uint32_t payload_len = 0;
 };
 
 // Header bytes (everything but the payload) of a frame with this opcode.
@@ -133,75 +133,75 @@ uint32_t icrc(const uint8_t* frame, uint32_t len_without_icrc);
 }  // namespace roce
 
 class RoceHost {
- public:
-  RoceHost(Fabric& fabric, uint32_t host, const RoceOptions& options);
-  ~RoceHost();
-  RoceHost(const RoceHost&) = delete;
-  RoceHost& operator=(const RoceHost&) = delete;
+public:
+    RoceHost(Fabric& fabric, uint32_t host, const RoceOptions& options);
+    ~RoceHost();
+    RoceHost(const RoceHost&) = delete;
+    RoceHost& operator=(const RoceHost&) = delete;
 
-  uint32_t host() const noexcept { return host_; }
-  // QP numbers are allocated here; both ends of a flow are created before it is posted.
-  uint32_t alloc_qpn();
-  // The sending end of a flow: `bytes` from `data` to host `peer`'s QP `peer_qpn`, one RDMA Write
-  // with immediate `tag`; ipsn is the initial PSN both ends agree on.
-  void add_requester(uint32_t qpn, uint32_t peer, uint32_t peer_qpn, uint16_t sport, uint32_t ipsn, const uint8_t* data,
-                     uint64_t bytes, uint32_t tag);
-  void add_responder(uint32_t qpn, uint32_t peer, uint32_t peer_qpn, uint16_t sport, uint32_t ipsn, uint8_t* sink,
-                     uint64_t bytes, uint32_t tag);
-  // Posts the requester's Write (at the current simulated time).
-  void post(uint32_t qpn);
+    uint32_t host() const noexcept { return host_; }
+    // QP numbers are allocated here; both ends of a flow are created before it is posted.
+    uint32_t alloc_qpn();
+    // The sending end of a flow: `bytes` from `data` to host `peer`'s QP `peer_qpn`, one RDMA Write
+    // with immediate `tag`; ipsn is the initial PSN both ends agree on.
+    void add_requester(uint32_t qpn, uint32_t peer, uint32_t peer_qpn, uint16_t sport, uint32_t ipsn,
+                       const uint8_t* data, uint64_t bytes, uint32_t tag);
+    void add_responder(uint32_t qpn, uint32_t peer, uint32_t peer_qpn, uint16_t sport, uint32_t ipsn, uint8_t* sink,
+                       uint64_t bytes, uint32_t tag);
+    // Posts the requester's Write (at the current simulated time).
+    void post(uint32_t qpn);
 
-  std::function<void(uint32_t tag)> on_receive_complete;  // responder: the last byte is in, in order
-  std::function<void(uint32_t tag)> on_send_complete;     // requester: the last byte is acknowledged
-  std::function<void(uint32_t tag, const std::string&)> on_error;
-  std::function<void(uint32_t tag, uint32_t bytes)> rx_tap;  // every data frame reaching a responder
+    std::function<void(uint32_t tag)> on_receive_complete;  // responder: the last byte is in, in order
+    std::function<void(uint32_t tag)> on_send_complete;     // requester: the last byte is acknowledged
+    std::function<void(uint32_t tag, const std::string&)> on_error;
+    std::function<void(uint32_t tag, uint32_t bytes)> rx_tap;  // every data frame reaching a responder
 
-  const RoceCounters& counters() const noexcept { return counters_; }
-  // Current DCQCN rate of a requester (Gb/s).
-  double rate_gbps(uint32_t qpn) const;
-  static uint64_t bytes_per_connection();
+    const RoceCounters& counters() const noexcept { return counters_; }
+    // Current DCQCN rate of a requester (Gb/s).
+    double rate_gbps(uint32_t qpn) const;
+    static uint64_t bytes_per_connection();
 
- private:
-  struct Requester;
-  struct Responder;
-  struct Slot {
-    std::unique_ptr<Requester> req;
-    std::unique_ptr<Responder> resp;
-  };
+private:
+    struct Requester;
+    struct Responder;
+    struct Slot {
+        std::unique_ptr<Requester> req;
+        std::unique_ptr<Responder> resp;
+    };
 
-  void receive(uint32_t plane, const SimFrame& frame);
-  void on_data(Responder& r, const roce::Packet& p, uint32_t frame_len);
-  void on_ack(Requester& q, const roce::Packet& p);
-  void on_cnp(Requester& q);
-  void send_ack(Responder& r, uint8_t syndrome, uint32_t psn);
-  void send_cnp(Responder& r);
-  void send_control(uint32_t plane, const roce::Packet& p);
+    void receive(uint32_t plane, const SimFrame& frame);
+    void on_data(Responder& r, const roce::Packet& p, uint32_t frame_len);
+    void on_ack(Requester& q, const roce::Packet& p);
+    void on_cnp(Requester& q);
+    void send_ack(Responder& r, uint8_t syndrome, uint32_t psn);
+    void send_cnp(Responder& r);
+    void send_control(uint32_t plane, const roce::Packet& p);
 
-  void kick();
-  void tx();
-  bool has_work(const Requester& q) const;
-  bool nic_free(uint32_t plane) const;
-  void send_data(Requester& q);
-  void arm_rto(Requester& q, bool restart);
-  void on_rto(Requester& q);
-  void alpha_tick(Requester& q);
-  void rate_tick(Requester& q);
-  void rate_increase(Requester& q);
-  void fail(Requester& q, const std::string& why);
-  double wire_ns(uint32_t frame_bytes, double gbps) const { return (frame_bytes + 2.0) * 8.0 / gbps; }
-  Requester* requester(uint32_t qpn);
-  Responder* responder(uint32_t qpn);
+    void kick();
+    void tx();
+    bool has_work(const Requester& q) const;
+    bool nic_free(uint32_t plane) const;
+    void send_data(Requester& q);
+    void arm_rto(Requester& q, bool restart);
+    void on_rto(Requester& q);
+    void alpha_tick(Requester& q);
+    void rate_tick(Requester& q);
+    void rate_increase(Requester& q);
+    void fail(Requester& q, const std::string& why);
+    double wire_ns(uint32_t frame_bytes, double gbps) const { return (frame_bytes + 2.0) * 8.0 / gbps; }
+    Requester* requester(uint32_t qpn);
+    Responder* responder(uint32_t qpn);
 
-  Fabric& fabric_;
-  uint32_t host_;
-  RoceOptions o_;
-  double line_gbps_;
-  std::vector<Slot> qps_;
-  std::vector<Requester*> senders_;  // round-robin order
-  size_t rr_ = 0;
-  sim::Timer tx_timer_;
-  std::vector<uint8_t> rx_buf_, tx_buf_;
-  RoceCounters counters_;
+    Fabric& fabric_;
+    uint32_t host_;
+    RoceOptions o_;
+    double line_gbps_;
+    std::vector<Slot> qps_;
+    std::vector<Requester*> senders_;  // round-robin order
+    size_t rr_ = 0;
+    sim::Timer tx_timer_;
+    std::vector<uint8_t> rx_buf_, tx_buf_;
+    RoceCounters counters_;
 };
 
 }  // namespace mroce::fabric

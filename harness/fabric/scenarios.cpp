@@ -12,115 +12,115 @@
 namespace mroce::fabric {
 
 const char* transport_name(Transport t) noexcept {
-  switch (t) {
-    case Transport::Mroce:
-      return "mroce";
-    case Transport::RoceGbn:
-      return "rocev2-gbn";
-    case Transport::RocePfc:
-      return "rocev2-pfc";
-    case Transport::RoceGbnNoCc:
-      return "rocev2-gbn-nocc";
-    case Transport::RocePfcNoCc:
-      return "rocev2-pfc-nocc";
-  }
-  return "?";
+    switch (t) {
+        case Transport::Mroce:
+            return "mroce";
+        case Transport::RoceGbn:
+            return "rocev2-gbn";
+        case Transport::RocePfc:
+            return "rocev2-pfc";
+        case Transport::RoceGbnNoCc:
+            return "rocev2-gbn-nocc";
+        case Transport::RocePfcNoCc:
+            return "rocev2-pfc-nocc";
+    }
+    return "?";
 }
 
 std::vector<FlowSpec> permutation_flows(uint32_t hosts, uint64_t bytes, double start_us, uint64_t seed) {
-  std::vector<uint32_t> perm(hosts);
-  std::iota(perm.begin(), perm.end(), 0u);
-  uint64_t x = seed * 0x9E3779B97F4A7C15ull + 0x1234567;
-  auto next = [&x] {
-    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-    return x;
-  };
-  // Sattolo's algorithm: a uniformly random single cycle, so no host sends to itself.
-  for (uint32_t i = hosts - 1; i > 0; --i) std::swap(perm[i], perm[next() % i]);
-  std::vector<FlowSpec> flows;
-  for (uint32_t h = 0; h < hosts; ++h) flows.push_back({h, perm[h], bytes, start_us});
-  return flows;
+    std::vector<uint32_t> perm(hosts);
+    std::iota(perm.begin(), perm.end(), 0u);
+    uint64_t x = seed * 0x9E3779B97F4A7C15ull + 0x1234567;
+    auto next = [&x] {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        return x;
+    };
+    // Sattolo's algorithm: a uniformly random single cycle, so no host sends to itself.
+    for (uint32_t i = hosts - 1; i > 0; --i) std::swap(perm[i], perm[next() % i]);
+    std::vector<FlowSpec> flows;
+    for (uint32_t h = 0; h < hosts; ++h) flows.push_back({h, perm[h], bytes, start_us});
+    return flows;
 }
 
 std::vector<FlowSpec> incast_flows(uint32_t senders, uint64_t bytes, double start_us) {
-  std::vector<FlowSpec> flows;
-  for (uint32_t s = 1; s <= senders; ++s) flows.push_back({s, 0, bytes, start_us});
-  return flows;
+    std::vector<FlowSpec> flows;
+    for (uint32_t s = 1; s <= senders; ++s) flows.push_back({s, 0, bytes, start_us});
+    return flows;
 }
 
 double jain_index(const std::vector<double>& rates) {
-  double sum = 0, sq = 0;
-  for (double r : rates) sum += r, sq += r * r;
-  if (rates.size() <= 1 || sq == 0) return 1.0;
-  return sum * sum / (double(rates.size()) * sq);
+    double sum = 0, sq = 0;
+    for (double r : rates) sum += r, sq += r * r;
+    if (rates.size() <= 1 || sq == 0) return 1.0;
+    return sum * sum / (double(rates.size()) * sq);
 }
 
 double percentile(std::vector<double> v, double p) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const double idx = p * double(v.size() - 1);
-  const size_t lo = size_t(std::floor(idx)), hi = size_t(std::ceil(idx));
-  return v[lo] + (v[hi] - v[lo]) * (idx - double(lo));
+    if (v.empty()) return 0;
+    std::sort(v.begin(), v.end());
+    const double idx = p * double(v.size() - 1);
+    const size_t lo = size_t(std::floor(idx)), hi = size_t(std::ceil(idx));
+    return v[lo] + (v[hi] - v[lo]) * (idx - double(lo));
 }
 
 void compute_fairness(TransportRun& run, uint32_t) {
-  const RunResult& r = run.result;
-  size_t windows = 0;
-  for (const auto& b : r.bins) windows = std::max(windows, b.size());
-  run.jain.assign(windows, 1.0);
-  for (size_t w = 0; w < windows; ++w) {
-    const double w_start = double(w) * r.window_us, w_end = w_start + r.window_us;
-    std::vector<double> rates;
-    for (size_t f = 0; f < r.flows.size(); ++f) {
-      const FlowOutcome& fo = r.flows[f];
-      // Active for the whole window: started before it, not finished within it.
-      if (fo.spec.start_us > w_start || (fo.done && fo.finish_us < w_end)) continue;
-      rates.push_back(w < r.bins[f].size() ? double(r.bins[f][w]) : 0.0);
+    const RunResult& r = run.result;
+    size_t windows = 0;
+    for (const auto& b : r.bins) windows = std::max(windows, b.size());
+    run.jain.assign(windows, 1.0);
+    for (size_t w = 0; w < windows; ++w) {
+        const double w_start = double(w) * r.window_us, w_end = w_start + r.window_us;
+        std::vector<double> rates;
+        for (size_t f = 0; f < r.flows.size(); ++f) {
+            const FlowOutcome& fo = r.flows[f];
+            // Active for the whole window: started before it, not finished within it.
+            if (fo.spec.start_us > w_start || (fo.done && fo.finish_us < w_end)) continue;
+            rates.push_back(w < r.bins[f].size() ? double(r.bins[f][w]) : 0.0);
+        }
+        run.jain[w] = jain_index(rates);
     }
-    run.jain[w] = jain_index(rates);
-  }
-  run.fair_at_us = -1;
-  for (size_t w = windows; w-- > 0;) {
-    if (run.jain[w] < 0.95) {
-      if (w + 1 < windows) run.fair_at_us = double(w + 1) * r.window_us + r.window_us;
-      break;
+    run.fair_at_us = -1;
+    for (size_t w = windows; w-- > 0;) {
+        if (run.jain[w] < 0.95) {
+            if (w + 1 < windows) run.fair_at_us = double(w + 1) * r.window_us + r.window_us;
+            break;
+        }
+        if (w == 0) run.fair_at_us = r.window_us;
     }
-    if (w == 0) run.fair_at_us = r.window_us;
-  }
 }
 
 TransportRun run_transport(Transport t, const ScenarioOptions& o, const std::vector<FlowSpec>& flows, double loss) {
-  TransportRun run;
-  run.transport = t;
-  run.loss = loss;
-  FabricConfig fc = o.fabric;
-  fc.loss = loss;
-  RunOptions ro;
-  ro.deadline_us = o.deadline_us;
-  if (o.progress) {
-    char pct[32];
-    std::snprintf(pct, sizeof pct, "%g", loss * 100);
-    const std::string what = std::string(transport_name(t)) + " at " + pct + "% loss";
-    ro.progress = [&o, what](double sim_us, uint32_t done, uint32_t n) { o.progress(what, sim_us, done, n); };
-  }
-  switch (t) {
-    case Transport::Mroce:
-      run.result = run_mroce(fc, o.mroce, flows, ro);
-      break;
-    case Transport::RoceGbn:
-    case Transport::RocePfc:
-    case Transport::RoceGbnNoCc:
-    case Transport::RocePfcNoCc: {
-      fc = dcqcn_marking(fc);
-      fc.pfc = t == Transport::RocePfc || t == Transport::RocePfcNoCc;
-      RoceOptions roce;
-      roce.dcqcn = t == Transport::RoceGbn || t == Transport::RocePfc;
-      run.result = run_roce(fc, roce, flows, ro);
-      break;
+    TransportRun run;
+    run.transport = t;
+    run.loss = loss;
+    FabricConfig fc = o.fabric;
+    fc.loss = loss;
+    RunOptions ro;
+    ro.deadline_us = o.deadline_us;
+    if (o.progress) {
+        char pct[32];
+        std::snprintf(pct, sizeof pct, "%g", loss * 100);
+        const std::string what = std::string(transport_name(t)) + " at " + pct + "% loss";
+        ro.progress = [&o, what](double sim_us, uint32_t done, uint32_t n) { o.progress(what, sim_us, done, n); };
     }
-  }
-  run.hosts = fc.hosts;
-  return run;
+    switch (t) {
+        case Transport::Mroce:
+            run.result = run_mroce(fc, o.mroce, flows, ro);
+            break;
+        case Transport::RoceGbn:
+        case Transport::RocePfc:
+        case Transport::RoceGbnNoCc:
+        case Transport::RocePfcNoCc: {
+            fc = dcqcn_marking(fc);
+            fc.pfc = t == Transport::RocePfc || t == Transport::RocePfcNoCc;
+            RoceOptions roce;
+            roce.dcqcn = t == Transport::RoceGbn || t == Transport::RocePfc;
+            run.result = run_roce(fc, roce, flows, ro);
+            break;
+        }
+    }
+    run.hosts = fc.hosts;
+    return run;
 }
 
 }  // namespace mroce::fabric

@@ -19,28 +19,28 @@ enum class Transport : uint8_t { Mroce, RoceGbn, RocePfc, RoceGbnNoCc, RocePfcNo
 const char* transport_name(Transport t) noexcept;
 
 struct ScenarioOptions {
-  FabricConfig fabric;     // topology, hosts, planes, rate, delay, queues, ECN, seed
-  uint64_t bytes = 2000000;  // per flow (the anchors' "2 MB")
-  double start_us = 100;     // flows start here; connections are set up before
-  double deadline_us = 1e6;  // simulated
-  MroceHostOptions mroce;
-  std::vector<Transport> transports{Transport::Mroce, Transport::RoceGbn, Transport::RocePfc};
-  std::function<void(const std::string& what, double sim_us, uint32_t done, uint32_t flows)> progress;
+    FabricConfig fabric;       // topology, hosts, planes, rate, delay, queues, ECN, seed
+    uint64_t bytes = 2000000;  // per flow (the anchors' "2 MB")
+    double start_us = 100;     // flows start here; connections are set up before
+    double deadline_us = 1e6;  // simulated
+    MroceHostOptions mroce;
+    std::vector<Transport> transports{Transport::Mroce, Transport::RoceGbn, Transport::RocePfc};
+    std::function<void(const std::string& what, double sim_us, uint32_t done, uint32_t flows)> progress;
 };
 
 // One flow list run by one transport, with the figures of every scenario.
 struct TransportRun {
-  Transport transport;
-  double loss = 0;
-  RunResult result;
-  uint32_t hosts = 0;
-  double base_rtt_us = 0;  // of the scenario's typical path
-  double ideal_fct_us = 0;
-  // Incast: the receiver's ToR port, and fairness over time.
-  PortStats bottleneck;
-  std::vector<double> jain;  // per window, over the flows active in it
-  double fair_at_us = -1;    // first window end from which Jain stays >= 0.95 (-1: never)
-  double first_mark_us = -1;
+    Transport transport;
+    double loss = 0;
+    RunResult result;
+    uint32_t hosts = 0;
+    double base_rtt_us = 0;  // of the scenario's typical path
+    double ideal_fct_us = 0;
+    // Incast: the receiver's ToR port, and fairness over time.
+    PortStats bottleneck;
+    std::vector<double> jain;  // per window, over the flows active in it
+    double fair_at_us = -1;    // first window end from which Jain stays >= 0.95 (-1: never)
+    double first_mark_us = -1;
 };
 
 // A random permutation (a derangement, seeded): host i sends to perm[i].

@@ -3,6 +3,7 @@
 #include <array>
 
 #include "fabric/frame_head.hpp"
+#include "impair/ecmp.hpp"
 
 namespace mroce::fabric {
 
@@ -57,24 +58,12 @@ void Switch::add_up_port(Ptr<ns3::PointToPointNetDevice> device, Ptr<ns3::Unifor
     up_ports_.push_back(i);
 }
 
-namespace {
-// MurmurHash3's 32-bit finalizer.
-uint32_t fmix32(uint32_t h) {
-    h ^= h >> 16;
-    h *= 0x85ebca6bu;
-    h ^= h >> 13;
-    h *= 0xc2b2ae35u;
-    h ^= h >> 16;
-    return h;
-}
-}  // namespace
-
 uint32_t Switch::flow_hash(uint32_t src_ip, uint32_t dst_ip, uint16_t sport, uint16_t dport) const {
     // Salted per switch, so that the switches of one tier do not all pick the same uplink index for a
     // flow (ECMP polarisation).
     uint32_t h = salt_;
-    for (uint32_t w : {src_ip, dst_ip, uint32_t(sport) << 16 | dport, 17u}) h = fmix32(h ^ w) + 0x9E3779B9u;
-    return fmix32(h);
+    for (uint32_t w : {src_ip, dst_ip, uint32_t(sport) << 16 | dport, 17u}) h = impair::fmix32(h ^ w) + 0x9E3779B9u;
+    return impair::fmix32(h);
 }
 
 uint32_t Switch::route(uint32_t dst_host, uint32_t flow_hash) const {

@@ -1,8 +1,13 @@
 #include "fabric/workload.hpp"
 
 #include <algorithm>
+#include <cstring>
+#include <stdexcept>
 #include <fstream>
 #include <string>
+
+#include "fabric/sim.hpp"
+#include "impair/prng.hpp"
 
 namespace mroce::fabric {
 
@@ -38,6 +43,100 @@ uint64_t peak_rss_bytes() {
     while (std::getline(status, line))
         if (line.rfind("VmHWM:", 0) == 0) return std::stoull(line.substr(6)) * 1024;
     return 0;
+}
+
+}  // namespace mroce::fabric
+
+namespace mroce::fabric {
+
+RunBook::RunBook(const std::vector<FlowSpec>& flows, uint32_t hosts, uint64_t seed, const RunOptions& options)
+    : options_(options),
+      outcomes_(flows.size()),
+      settled_(flows.size(), false),
+      sinks_(flows.size()),
+      bins_(flows.size()) {
+    uint64_t max_bytes = 0;
+    for (size_t f = 0; f < flows.size(); ++f) {
+        const FlowSpec& s = flows[f];
+        if (s.src >= hosts || s.dst >= hosts || s.src == s.dst)
+            throw std::invalid_argument("fabric: flow " + std::to_string(f) + " has a bad host");
+        if (!by_pair_.emplace(uint64_t(s.src) << 32 | s.dst, uint32_t(f)).second)
+            throw std::invalid_argument("fabric: two flows on one (src, dst) pair");
+        outcomes_[f].spec = s;
+        max_bytes = std::max(max_bytes, s.bytes);
+        sinks_[f].reset(new uint8_t[std::max<uint64_t>(s.bytes, 1)]);
+    }
+    source_size_ = max_bytes + 64 * 1024;
+    source_.reset(new uint8_t[source_size_]);
+    impair::Prng prng(seed);
+    for (uint64_t i = 0; i < source_size_; i += 8) {
+        const uint64_t x = prng.next();
+        std::memcpy(&source_[i], &x, std::min<uint64_t>(8, source_size_ - i));
+    }
+}
+
+int64_t RunBook::flow_of(uint32_t src, uint32_t dst) const {
+    auto it = by_pair_.find(uint64_t(src) << 32 | dst);
+    return it == by_pair_.end() ? -1 : int64_t(it->second);
+}
+
+void RunBook::received_bytes(size_t f, uint32_t bytes) {
+    const size_t w = size_t(double(sim::now_ns()) / 1000.0 / options_.window_us);
+    auto& b = bins_[f];
+    if (b.size() <= w) b.resize(w + 1, 0);
+    b[w] += bytes;
+}
+
+void RunBook::done(size_t f) {
+    FlowOutcome& fo = outcomes_[f];
+    if (fo.done) return;
+    fo.done = true;
+    fo.finish_us = double(sim::now_ns()) / 1000.0;
+    ++done_;
+    settle(f);
+}
+
+void RunBook::failed(size_t f, const std::string& why) {
+    if (outcomes_[f].done) return;
+    if (outcomes_[f].error.empty()) outcomes_[f].error = why;
+    settle(f);
+}
+
+void RunBook::settle(size_t f) {
+    if (settled_[f]) return;
+    settled_[f] = true;
+    if (++settled_count_ == outcomes_.size()) sim::stop();
+}
+
+void RunBook::tick() {
+    const auto now = std::chrono::steady_clock::now();
+    if (options_.progress && now - last_progress_ >= std::chrono::seconds(1)) {
+        last_progress_ = now;
+        options_.progress(double(sim::now_ns()) / 1000.0, done_, uint32_t(outcomes_.size()));
+    }
+    sim::after_ns(10000, [this] { tick(); });
+}
+
+void RunBook::run(RunResult& r) {
+    const auto wall0 = std::chrono::steady_clock::now();
+    last_progress_ = wall0;
+    sim::after_ns(10000, [this] { tick(); });
+    if (outcomes_.empty()) sim::stop();
+    sim::run(uint64_t(options_.deadline_us * 1000));
+    r.wall_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
+    r.sim_end_us = double(sim::now_ns()) / 1000.0;
+    r.events = sim::events_executed();
+    r.window_us = options_.window_us;
+    for (size_t f = 0; f < outcomes_.size(); ++f) {
+        FlowOutcome& fo = outcomes_[f];
+        if (fo.done)
+            fo.verified = std::memcmp(sinks_[f].get(), source(f), fo.spec.bytes) == 0;
+        else if (fo.error.empty())
+            fo.error = "not finished at the deadline";
+    }
+    r.flows = outcomes_;
+    r.bins = bins_;
+    r.peak_rss_bytes = peak_rss_bytes();
 }
 
 }  // namespace mroce::fabric

@@ -3,12 +3,16 @@
 // side by side.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
+#include <memory>
+#include <unordered_map>
 #include <functional>
 #include <string>
 #include <vector>
 
 #include "fabric/fabric.hpp"
+#include "fabric/sim.hpp"
 
 namespace mroce::fabric {
 
@@ -68,5 +72,67 @@ struct RunResult {
 
 // Peak resident memory of this process (bytes), from /proc/self/status.
 uint64_t peak_rss_bytes();
+
+}  // namespace mroce::fabric
+
+namespace mroce::fabric {
+
+// What every transport's run does the same way: it checks the flow list, holds the source bytes (one
+// seeded buffer; flow f sends a slice at its own offset, so a flow placed at another flow's receiver
+// would not compare equal) and one sink per flow, bins the bytes each flow's receiver gets, settles
+// flows (done, or failed) and stops the simulation when all are, reports progress, and at the end
+// compares every done flow's sink with its source.
+class RunBook {
+public:
+    RunBook(const std::vector<FlowSpec>& flows, uint32_t hosts, uint64_t seed, const RunOptions& options);
+
+    size_t size() const noexcept { return outcomes_.size(); }
+    const FlowSpec& spec(size_t f) const { return outcomes_[f].spec; }
+    FlowSpec& spec(size_t f) { return outcomes_[f].spec; }
+    const uint8_t* source(size_t f) const { return source_.get() + offset(f); }
+    const uint8_t* source_base() const { return source_.get(); }
+    uint64_t source_size() const noexcept { return source_size_; }
+    static uint64_t offset(size_t f) { return (f * 4160) % (64 * 1024); }
+    uint8_t* sink(size_t f) { return sinks_[f].get(); }
+    // The flow of (src, dst), or -1.
+    int64_t flow_of(uint32_t src, uint32_t dst) const;
+
+    void received_bytes(size_t f, uint32_t bytes);  // into the bin of the current simulated time
+    void done(size_t f);                            // the receiver holds every byte, now
+    void failed(size_t f, const std::string& why);  // keeps the first reason
+    bool is_done(size_t f) const { return outcomes_[f].done; }
+    uint32_t done_count() const noexcept { return done_; }
+
+    // Runs the simulation until every flow settled or the deadline; fills r's timing, flows, bins.
+    void run(RunResult& r);
+
+private:
+    void settle(size_t f);
+    void tick();
+
+    RunOptions options_;
+    std::vector<FlowOutcome> outcomes_;
+    std::vector<bool> settled_;
+    std::vector<std::unique_ptr<uint8_t[]>> sinks_;
+    std::vector<std::vector<uint64_t>> bins_;
+    std::unique_ptr<uint8_t[]> source_;
+    uint64_t source_size_ = 0;
+    uint32_t done_ = 0, settled_count_ = 0;
+    std::unordered_map<uint64_t, uint32_t> by_pair_;
+    std::chrono::steady_clock::time_point last_progress_;
+};
+
+// Builds a Run (a class with RunResult run()), runs it, destroys it, and clears the simulator for
+// the next run (the simulator is global: one run at a time per process).
+template <class Run, class... Args>
+RunResult run_once(Args&&... args) {
+    RunResult r;
+    {
+        Run run(std::forward<Args>(args)...);
+        r = run.run();
+    }
+    sim::reset();
+    return r;
+}
 
 }  // namespace mroce::fabric

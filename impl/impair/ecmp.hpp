@@ -9,10 +9,8 @@
 
 namespace mroce::impair {
 
-// MurmurHash3's 32-bit finalizer (fmix32) of the source port: consecutive ports land on unrelated
-// links. Fixed forever: traces record which link a frame took.
-constexpr uint32_t ecmp_hash(uint16_t sport) {
-  uint32_t h = sport;
+// MurmurHash3's 32-bit finalizer.
+constexpr uint32_t fmix32(uint32_t h) {
   h ^= h >> 16;
   h *= 0x85ebca6bu;
   h ^= h >> 13;
@@ -20,6 +18,10 @@ constexpr uint32_t ecmp_hash(uint16_t sport) {
   h ^= h >> 16;
   return h;
 }
+
+// fmix32 of the source port: consecutive ports land on unrelated links. Fixed forever: traces
+// record which link a frame took.
+constexpr uint32_t ecmp_hash(uint16_t sport) { return fmix32(sport); }
 
 // The link a frame with UDP source port `sport` takes among `links` (0 when links is 0 or 1).
 constexpr uint16_t ecmp_link(uint16_t sport, uint16_t links) {
