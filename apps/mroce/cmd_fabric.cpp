@@ -83,16 +83,10 @@ std::vector<double> done_fcts(const fabric::RunResult& r) {
     return fcts;
 }
 
-double mean_jain(const TransportRun& run) {
-    double sum = 0;
-    for (double j : run.jain) sum += j;
-    return run.jain.empty() ? 0.0 : sum / double(run.jain.size());
-}
-
 json row_json(const Row& row) {
     const auto& r = row.run.result;
     std::vector<double> fcts = done_fcts(r);
-    const double jain_mean = mean_jain(row.run);
+    const double jain_mean = fabric::mean_jain(row.run);
     json failures = json::array();
     for (const auto& f : r.flows)
         if (!(f.done && f.verified) && failures.size() < 5)
@@ -276,9 +270,8 @@ private:
                     {"payload", base_.mroce.offer.max_payload}};
     }
 
-    bool wants(Transport t) const {
-        return std::find(base_.transports.begin(), base_.transports.end(), t) != base_.transports.end();
-    }
+    // The loss of the incast and permutation scenarios: the first --loss value, or none.
+    double single_loss() const { return o_.loss_pct.empty() ? 0.0 : o_.loss_pct.front() / 100; }
 
     TransportRun run_one(Transport t, fabric::ScenarioOptions o, const std::vector<fabric::FlowSpec>& flows,
                          double loss, const std::string& label) {
@@ -371,14 +364,15 @@ private:
             const auto flows = fabric::incast_flows(n, o.bytes, 100);
             const double base_rtt = fabric::Fabric::max_rtt_us(o.fabric, o.mroce.offer.max_payload + 100);
             for (Transport t : base_.transports) {
-                Row row{"incast", run_one(t, o, flows, 0, std::to_string(n) + ":1 incast"), n, 0, -1, base_rtt};
+                Row row{"incast", run_one(t, o, flows, single_loss(), std::to_string(n) + ":1 incast"), n, 0, -1,
+                        base_rtt};
                 row.run.ideal_fct_us = double(n) * double(o.bytes) * 8 / (o.fabric.rate_gbps * 1e3 * o.fabric.planes);
                 fabric::compute_fairness(row.run, 0);
                 row.goodput_gbps = goodput_by_deadline(row.run.result);
                 const auto& r = row.run.result;
                 std::vector<double> fcts = done_fcts(r);
-                const double jmean = mean_jain(row.run);
-                const double fair = row.run.fair_at_us < 0 ? -1 : row.run.fair_at_us - 100;
+                const double jmean = fabric::mean_jain(row.run);
+                const double fair = row.run.fair_at_us;
                 cells.push_back({std::to_string(n), fabric::transport_name(t), fmt(fabric::percentile(fcts, 0)),
                                  fmt(fabric::percentile(fcts, 0.5)), fmt(fabric::percentile(fcts, 1)),
                                  fmt(row.run.ideal_fct_us), fmt(fabric::percentile(fcts, 1) / row.run.ideal_fct_us, 3),
@@ -390,12 +384,16 @@ private:
                                  std::to_string(r.done()) + "/" + std::to_string(r.flows.size())});
                 if (o_.plots) {
                     std::string data;
+                    const double start = r.flows.empty() ? 0 : r.flows.front().spec.start_us;
                     for (size_t w = 0; w < row.run.jain.size(); ++w)
-                        data += fmt((double(w) + 0.5) * r.window_us, 0) + " " + fmt(row.run.jain[w], 4) + "\n";
+                        if (row.run.jain[w] >= 0)
+                            data +=
+                                fmt((double(w) + 0.5) * r.window_us - start, 0) + " " + fmt(row.run.jain[w], 4) + "\n";
                     const std::string name = "incast" + std::to_string(n) + "_" + fabric::transport_name(t) + "_jain";
                     add_plot(name, data,
                              "set title '" + std::to_string(n) + ":1 incast, " + fabric::transport_name(t) +
-                                 ": Jain index per 100 us window'\nset xlabel 'time (us)'\nset ylabel 'Jain "
+                                 ": Jain index per 100 us window'\nset xlabel 'time since the flows started (us)'\nset "
+                                 "ylabel 'Jain "
                                  "index'\nset yrange [0:1.05]\n"
                                  "plot '" +
                                  dat_path(name) + "' using 1:2 with steps title 'Jain'\n");
@@ -403,9 +401,12 @@ private:
                 rows_.push_back(std::move(row));
             }
         }
-        std::cout << "incast: N senders to one host, " << base_.bytes
-                  << " B each, all at t=100 us; fair = from the flows' start to the "
-                     "first 100 us window from which Jain >= 0.95 holds; queue = the receiver's ToR port\n";
+        std::cout
+            << "incast: N senders to one host, " << base_.bytes
+            << " B each, all starting 100 us after the connections are up; Jain per 100 us window over the flows "
+               "active "
+               "all through it; fair after = from the start to the end of the first window from which Jain >= 0.95 "
+               "holds; queue = the receiver's ToR port\n";
         print_table({"N", "transport", "FCT min", "p50", "max", "ideal", "max/ideal", "Jain mean", "fair after us",
                      "q max KB", "q mean KB", "drops", "pauses", "done"},
                     cells);
@@ -418,7 +419,7 @@ private:
         const auto flows = fabric::permutation_flows(hosts, o.bytes, 100, o_.seed);
         std::vector<std::vector<std::string>> cells;
         for (Transport t : base_.transports) {
-            Row row{"permutation", run_one(t, o, flows, 0, "permutation"), 0, 0, -1, 0};
+            Row row{"permutation", run_one(t, o, flows, single_loss(), "permutation"), 0, 0, -1, 0};
             row.run.ideal_fct_us = double(o.bytes) * 8 / (o.fabric.rate_gbps * 1e3 * o.fabric.planes);
             const auto& r = row.run.result;
             const double max_fct = r.max_fct_us();
@@ -446,7 +447,8 @@ private:
             rows_.push_back(std::move(row));
         }
         std::cout << "permutation: " << hosts << " hosts, " << o.bytes
-                  << " B per flow, all at t=100 us; aggregate = bits of all flows / max FCT\n";
+                  << " B per flow, all starting 100 us after the connections are up; aggregate = bits of all flows / "
+                     "max FCT\n";
         print_table({"transport", "Tb/s", "FCT p50", "max", "ideal", "done", "retx", "drops", "wall s", "M ev/s",
                      "sim us/s", "KB/host", "KB/conn", "RSS MB"},
                     cells);
@@ -479,7 +481,7 @@ private:
                 if (rows_[i].run.transport == t) return &rows_[i];
             return nullptr;
         };
-        auto jain_mean = [](const Row* r) { return mean_jain(r->run); };
+        auto jain_mean = [](const Row* r) { return fabric::mean_jain(r->run); };
         if (const Row* r = find(first, mid, Transport::Mroce)) {
             add("16-host 15:1 incast", "UET NSCC+RCCC vs mroce", "max FCT us (ideal 2400)", 2462.9,
                 r->run.result.max_fct_us());

@@ -32,6 +32,7 @@ public:
     // PFC: a paused port finishes the frame on the wire and sends nothing more until resumed.
     void set_paused(bool paused);
     bool paused() const noexcept { return paused_; }
+    void set_limit(uint32_t limit_bytes) noexcept { limit_ = limit_bytes; }
 
     // Called for each frame that leaves the queue for the wire: (its ingress, its size).
     std::function<void(int32_t, uint32_t)> on_dequeue;

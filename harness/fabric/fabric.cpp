@@ -104,6 +104,11 @@ Fabric::Fabric(const FabricConfig& config) : config_(config), impl_(std::make_un
 Fabric::~Fabric() = default;
 
 void Fabric::Impl::build() {
+    // ns-3's calendar queue instead of its default std::map: the 128-host permutation ran in 5.2 s
+    // against 6.2 (map), 5.9 (heap) and 5.6 (priority queue), one run each, same results.
+    ns3::ObjectFactory scheduler;
+    scheduler.SetTypeId("ns3::CalendarScheduler");
+    ns3::Simulator::SetScheduler(scheduler);
     ns3::RngSeedManager::SetSeed(uint32_t(config.seed % 0xFFFFFFFEull) + 1);
     ns3::RngSeedManager::SetRun(config.seed >> 32);
     p2p.SetDeviceAttribute("DataRate", ns3::DataRateValue(ns3::DataRate(uint64_t(config.rate_gbps * 1e9))));
@@ -120,6 +125,12 @@ void Fabric::Impl::build() {
         hosts[h]->tor_ports.resize(config.planes);
     }
     for (uint32_t p = 0; p < config.planes; ++p) build_plane(p);
+    if (config.pfc) {
+        // What arrives after XOFF is sent: a round trip of the link at its rate, plus the frame on the
+        // wire at each end (9 KB jumbo at most).
+        const uint32_t headroom = uint32_t(2 * config.link_delay_us * config.rate_gbps * 1e3 / 8) + 2 * 9216;
+        for (auto& sw : switches) sw->size_for_pfc(headroom);
+    }
     for (uint32_t h = 0; h < config.hosts; ++h) {
         HostNode& host = *hosts[h];
         for (uint32_t p = 0; p < config.planes; ++p) {

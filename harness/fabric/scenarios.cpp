@@ -67,7 +67,10 @@ void compute_fairness(TransportRun& run, uint32_t) {
     const RunResult& r = run.result;
     size_t windows = 0;
     for (const auto& b : r.bins) windows = std::max(windows, b.size());
-    run.jain.assign(windows, 1.0);
+    double start = 1e300;
+    for (const FlowOutcome& fo : r.flows) start = std::min(start, fo.spec.start_us);
+    run.jain.assign(windows, -1.0);
+    run.fair_at_us = -1;
     for (size_t w = 0; w < windows; ++w) {
         const double w_start = double(w) * r.window_us, w_end = w_start + r.window_us;
         std::vector<double> rates;
@@ -77,16 +80,22 @@ void compute_fairness(TransportRun& run, uint32_t) {
             if (fo.spec.start_us > w_start || (fo.done && fo.finish_us < w_end)) continue;
             rates.push_back(w < r.bins[f].size() ? double(r.bins[f][w]) : 0.0);
         }
-        run.jain[w] = jain_index(rates);
+        if (rates.size() >= 2) run.jain[w] = jain_index(rates);
     }
-    run.fair_at_us = -1;
+    // The end of the first window from which every later one is fair, counted from the start.
     for (size_t w = windows; w-- > 0;) {
-        if (run.jain[w] < 0.95) {
-            if (w + 1 < windows) run.fair_at_us = double(w + 1) * r.window_us + r.window_us;
-            break;
-        }
-        if (w == 0) run.fair_at_us = r.window_us;
+        if (run.jain[w] < 0) continue;
+        if (run.jain[w] < 0.95) break;
+        run.fair_at_us = double(w + 1) * r.window_us - start;
     }
+}
+
+double mean_jain(const TransportRun& run) {
+    double sum = 0;
+    int n = 0;
+    for (double j : run.jain)
+        if (j >= 0) sum += j, ++n;
+    return n ? sum / n : 0.0;
 }
 
 TransportRun run_transport(Transport t, const ScenarioOptions& o, const std::vector<FlowSpec>& flows, double loss) {

@@ -57,6 +57,8 @@ TransportRun run_transport(Transport t, const ScenarioOptions& options, const st
 double jain_index(const std::vector<double>& rates);
 // Fairness per window over the flows that have started and not finished by the window's end.
 void compute_fairness(TransportRun& run, uint32_t receiver_host);
+// Jain's index averaged over the windows with at least two active flows.
+double mean_jain(const TransportRun& run);
 
 double percentile(std::vector<double> values, double p);
 

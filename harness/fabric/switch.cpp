@@ -1,5 +1,6 @@
 #include "fabric/switch.hpp"
 
+#include <algorithm>
 #include <array>
 
 #include "fabric/frame_head.hpp"
@@ -64,6 +65,12 @@ uint32_t Switch::flow_hash(uint32_t src_ip, uint32_t dst_ip, uint16_t sport, uin
     uint32_t h = salt_;
     for (uint32_t w : {src_ip, dst_ip, uint32_t(sport) << 16 | dport, 17u}) h = impair::fmix32(h ^ w) + 0x9E3779B9u;
     return impair::fmix32(h);
+}
+
+void Switch::size_for_pfc(uint32_t headroom_bytes) {
+    const uint64_t limit = uint64_t(ports_.size()) * (config_.pfc_xoff_bytes + headroom_bytes);
+    for (Port& p : ports_)
+        p.out->set_limit(uint32_t(std::min<uint64_t>(std::max<uint64_t>(limit, config_.queue_bytes), UINT32_MAX)));
 }
 
 uint32_t Switch::route(uint32_t dst_host, uint32_t flow_hash) const {

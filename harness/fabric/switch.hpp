@@ -36,6 +36,10 @@ public:
     uint32_t plane() const noexcept { return plane_; }
     uint32_t tier() const noexcept { return tier_; }
     uint32_t port_count() const noexcept { return uint32_t(ports_.size()); }
+    // Lossless mode: every egress port holds what all ingress ports may send before their pause takes
+    // effect (XOFF plus the headroom each), as a shared buffer with PFC headroom does; then PFC, not
+    // the limit, bounds the queues.
+    void size_for_pfc(uint32_t headroom_bytes);
     const EgressPort& port(uint32_t i) const { return *ports_[i].out; }
     bool is_up_port(uint32_t i) const { return ports_[i].up; }
     uint64_t bad_frames() const noexcept { return bad_frames_; }
