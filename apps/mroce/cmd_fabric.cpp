@@ -75,6 +75,22 @@ double goodput_by_deadline(const fabric::RunResult& r) {
     return last > first ? bytes * 8.0 / ((last - first) * 1e3) : 0.0;
 }
 
+// The span the flows were running: the first start to the last finish (or the end of the run).
+double flows_span_us(const fabric::RunResult& r) {
+    double first = 1e300, last = 0;
+    for (const auto& f : r.flows) {
+        first = std::min(first, f.spec.start_us);
+        last = std::max(last, f.done ? f.finish_us : r.sim_end_us);
+    }
+    return last > first ? last - first : 0.0;
+}
+
+// Mean bytes in the watched port's queue while the flows ran (before them it is empty).
+double queue_mean_kb(const fabric::RunResult& r) {
+    const double span = flows_span_us(r);
+    return span > 0 ? r.watched_port.byte_us / span / 1024 : 0.0;
+}
+
 // The FCTs of the flows that finished.
 std::vector<double> done_fcts(const fabric::RunResult& r) {
     std::vector<double> fcts;
@@ -113,7 +129,7 @@ json row_json(const Row& row) {
                 {"jain", row.run.jain},
                 {"fair_at_us", row.run.fair_at_us},
                 {"queue_max_kb", double(r.watched_port.max_bytes) / 1024},
-                {"queue_mean_kb", r.sim_end_us > 0 ? r.watched_port.byte_us / r.sim_end_us / 1024 : 0},
+                {"queue_mean_kb", queue_mean_kb(r)},
                 {"queue_drops", r.fabric.queue_drops},
                 {"link_losses", r.fabric.link_losses},
                 {"ce_marks", r.fabric.ce_marks},
@@ -273,6 +289,19 @@ private:
     // The loss of the incast and permutation scenarios: the first --loss value, or none.
     double single_loss() const { return o_.loss_pct.empty() ? 0.0 : o_.loss_pct.front() / 100; }
 
+    // PFC frames cross lossy links like any frame, and a lost XON would pause a port for good: the
+    // lossless transports run at 0% loss only.
+    static bool lossless(Transport t) { return t == Transport::RocePfc || t == Transport::RocePfcNoCc; }
+    std::vector<Transport> transports_at(double loss) const {
+        std::vector<Transport> out;
+        for (Transport t : base_.transports)
+            if (loss == 0 || !lossless(t))
+                out.push_back(t);
+            else
+                std::cerr << "mroce fabric: " << fabric::transport_name(t) << " skipped: PFC runs at 0% loss only\n";
+        return out;
+    }
+
     TransportRun run_one(Transport t, fabric::ScenarioOptions o, const std::vector<fabric::FlowSpec>& flows,
                          double loss, const std::string& label) {
         std::cerr << "mroce fabric: " << label << ", " << fabric::transport_name(t) << ", " << fmt(loss * 100, 1)
@@ -303,21 +332,22 @@ private:
         fabric::ScenarioOptions o = base_;
         o.fabric.hosts = o_.hosts ? o_.hosts : 16;
         o.deadline_us = (o_.deadline_ms > 0 ? o_.deadline_ms : 100) * 1000;
-        const std::vector<double> losses =
-            o_.loss_pct.empty() ? std::vector<double>{0, 0.1, 0.5, 1, 2, 5, 10} : o_.loss_pct;
+        // Ascending, from 0: each transport's kept ratio is against its own run at 0%.
+        std::vector<double> losses = o_.loss_pct.empty() ? std::vector<double>{0, 0.1, 0.5, 1, 2, 5, 10} : o_.loss_pct;
+        losses.push_back(0);
+        std::sort(losses.begin(), losses.end());
+        losses.erase(std::unique(losses.begin(), losses.end()), losses.end());
         const auto flows = fabric::permutation_flows(o.fabric.hosts, o.bytes, 100, o_.seed);
         const double base_rtt = fabric::Fabric::max_rtt_us(o.fabric, o.mroce.offer.max_payload + 100);
         std::map<Transport, double> at_zero;
         std::vector<std::vector<std::string>> cells;
         for (Transport t : base_.transports) {
             for (double l : losses) {
-                // PFC does not repair loss; it is deployed at 0%.
-                if ((t == Transport::RocePfc || t == Transport::RocePfcNoCc) && l > 0) continue;
+                if (lossless(t) && l > 0) continue;  // PFC does not repair loss; it is deployed at 0%
                 Row row{"loss", run_one(t, o, flows, l / 100, "loss sweep"), 0, 0, -1, base_rtt};
                 row.goodput_gbps = goodput_by_deadline(row.run.result);
                 if (l == 0) at_zero[t] = row.goodput_gbps;
-                const double zero = at_zero.count(t) ? at_zero[t] : at_zero[Transport::Mroce];
-                if (zero > 0) row.kept = row.goodput_gbps / zero;
+                if (at_zero[t] > 0) row.kept = row.goodput_gbps / at_zero[t];
                 const auto& r = row.run.result;
                 cells.push_back({fabric::transport_name(t), fmt(l, 1), fmt(row.goodput_gbps, 0),
                                  row.kept < 0 ? "-" : fmt(row.kept, 3),
@@ -363,7 +393,7 @@ private:
             o.deadline_us = (o_.deadline_ms > 0 ? o_.deadline_ms : 1000) * 1000;
             const auto flows = fabric::incast_flows(n, o.bytes, 100);
             const double base_rtt = fabric::Fabric::max_rtt_us(o.fabric, o.mroce.offer.max_payload + 100);
-            for (Transport t : base_.transports) {
+            for (Transport t : transports_at(single_loss())) {
                 Row row{"incast", run_one(t, o, flows, single_loss(), std::to_string(n) + ":1 incast"), n, 0, -1,
                         base_rtt};
                 row.run.ideal_fct_us = double(n) * double(o.bytes) * 8 / (o.fabric.rate_gbps * 1e3 * o.fabric.planes);
@@ -378,8 +408,7 @@ private:
                                  fmt(row.run.ideal_fct_us), fmt(fabric::percentile(fcts, 1) / row.run.ideal_fct_us, 3),
                                  fmt(jmean, 3),
                                  fair < 0 ? "never" : fmt(fair, 0) + " (" + fmt(fair / base_rtt, 1) + " RTT)",
-                                 fmt(double(r.watched_port.max_bytes) / 1024, 0),
-                                 fmt(r.sim_end_us > 0 ? r.watched_port.byte_us / r.sim_end_us / 1024 : 0, 0),
+                                 fmt(double(r.watched_port.max_bytes) / 1024, 0), fmt(queue_mean_kb(r), 0),
                                  std::to_string(r.fabric.queue_drops), std::to_string(r.fabric.pause_frames),
                                  std::to_string(r.done()) + "/" + std::to_string(r.flows.size())});
                 if (o_.plots) {
@@ -408,7 +437,7 @@ private:
                "all through it; fair after = from the start to the end of the first window from which Jain >= 0.95 "
                "holds; queue = the receiver's ToR port\n";
         print_table({"N", "transport", "FCT min", "p50", "max", "ideal", "max/ideal", "Jain mean", "fair after us",
-                     "q max KB", "q mean KB", "drops", "pauses", "done"},
+                     "q max KB", "q mean KB", "drops", "PFC frames", "done"},
                     cells);
     }
 
@@ -418,7 +447,7 @@ private:
         o.deadline_us = (o_.deadline_ms > 0 ? o_.deadline_ms : 1000) * 1000;
         const auto flows = fabric::permutation_flows(hosts, o.bytes, 100, o_.seed);
         std::vector<std::vector<std::string>> cells;
-        for (Transport t : base_.transports) {
+        for (Transport t : transports_at(single_loss())) {
             Row row{"permutation", run_one(t, o, flows, single_loss(), "permutation"), 0, 0, -1, 0};
             row.run.ideal_fct_us = double(o.bytes) * 8 / (o.fabric.rate_gbps * 1e3 * o.fabric.planes);
             const auto& r = row.run.result;

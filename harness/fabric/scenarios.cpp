@@ -77,7 +77,8 @@ void compute_fairness(TransportRun& run, uint32_t) {
         for (size_t f = 0; f < r.flows.size(); ++f) {
             const FlowOutcome& fo = r.flows[f];
             // Active for the whole window: started before it, not finished within it.
-            if (fo.spec.start_us > w_start || (fo.done && fo.finish_us < w_end)) continue;
+            // A flow the transport gave up on is out of the count altogether.
+            if (fo.failed || fo.spec.start_us > w_start || (fo.done && fo.finish_us < w_end)) continue;
             rates.push_back(w < r.bins[f].size() ? double(r.bins[f][w]) : 0.0);
         }
         if (rates.size() >= 2) run.jain[w] = jain_index(rates);

@@ -101,12 +101,14 @@ bool Switch::receive(Ptr<ns3::NetDevice> device, Ptr<const Packet> frame, uint16
     const uint32_t out = route(dst, flow_hash(key.src_ip, key.dst_ip, key.sport, key.dport));
     Ptr<Packet> copy = frame->Copy();
     const uint32_t size = copy->GetSize();
-    if (!ports_[out].out->enqueue(copy, int32_t(in))) return true;  // tail drop, counted by the port
-    if (config_.pfc) {
-        Port& ingress = ports_[in];
-        ingress.ingress_bytes += size;
-        if (!ingress.pausing && ingress.ingress_bytes > config_.pfc_xoff_bytes) send_pause(in, true);
+    // Counted before the enqueue: an idle port sends the frame (and calls dequeued()) inside it.
+    Port& ingress = ports_[in];
+    if (config_.pfc) ingress.ingress_bytes += size;
+    if (!ports_[out].out->enqueue(copy, int32_t(in))) {  // tail drop, counted by the port
+        if (config_.pfc) ingress.ingress_bytes -= size;
+        return true;
     }
+    if (config_.pfc && !ingress.pausing && ingress.ingress_bytes > config_.pfc_xoff_bytes) send_pause(in, true);
     return true;
 }
 

@@ -99,6 +99,7 @@ void RunBook::done(size_t f) {
 void RunBook::failed(size_t f, const std::string& why) {
     if (outcomes_[f].done) return;
     if (outcomes_[f].error.empty()) outcomes_[f].error = why;
+    outcomes_[f].failed = true;
     settle(f);
 }
 

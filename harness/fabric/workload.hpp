@@ -29,6 +29,7 @@ struct FlowOutcome {
     FlowSpec spec;
     bool done = false;      // the receiver holds every byte (its completion arrived)
     bool verified = false;  // ... and they are the bytes sent
+    bool failed = false;    // the transport gave up on it (an error completion, a connection down)
     double finish_us = 0;   // simulated time of the receiver's completion
     std::string error;      // why not done (an error completion, or still running at the deadline)
     double fct_us() const { return finish_us - spec.start_us; }

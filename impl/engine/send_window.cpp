@@ -480,6 +480,19 @@ void Engine::transmit(Conn& c) noexcept {
 
 void Engine::wait_for_tx_room(Conn& c) noexcept {
   if (c.tx_waiting) return;
+  if (n_tx_waiting_ == cfg_.max_connections) {
+    // Full only with entries of slots freed (and perhaps reused) since the last progress(): keep one
+    // entry per connection still waiting.
+    uint32_t kept = 0;
+    for (uint32_t i = 0; i < n_tx_waiting_; ++i) {
+      Conn& w = conns_[tx_waiting_[i]];
+      if (!w.in_use || !w.tx_waiting) continue;
+      w.tx_waiting = false;  // marks it kept, so a second entry of the slot is dropped
+      tx_waiting_[kept++] = tx_waiting_[i];
+    }
+    for (uint32_t i = 0; i < kept; ++i) conns_[tx_waiting_[i]].tx_waiting = true;
+    n_tx_waiting_ = kept;
+  }
   c.tx_waiting = true;
   tx_waiting_[n_tx_waiting_++] = conns_.slot(c);
 }
