@@ -337,7 +337,7 @@ private:
         losses.push_back(0);
         std::sort(losses.begin(), losses.end());
         losses.erase(std::unique(losses.begin(), losses.end()), losses.end());
-        const auto flows = fabric::permutation_flows(o.fabric.hosts, o.bytes, 100, o_.seed);
+        const auto flows = fabric::permutation_flows(o.fabric.hosts, o.bytes, o.start_us, o_.seed);
         const double base_rtt = fabric::Fabric::max_rtt_us(o.fabric, o.mroce.offer.max_payload + 100);
         std::map<Transport, double> at_zero;
         std::vector<std::vector<std::string>> cells;
@@ -391,13 +391,13 @@ private:
             fabric::ScenarioOptions o = base_;
             o.fabric.hosts = std::max(o_.hosts, n + 1);
             o.deadline_us = (o_.deadline_ms > 0 ? o_.deadline_ms : 1000) * 1000;
-            const auto flows = fabric::incast_flows(n, o.bytes, 100);
+            const auto flows = fabric::incast_flows(n, o.bytes, o.start_us);
             const double base_rtt = fabric::Fabric::max_rtt_us(o.fabric, o.mroce.offer.max_payload + 100);
             for (Transport t : transports_at(single_loss())) {
                 Row row{"incast", run_one(t, o, flows, single_loss(), std::to_string(n) + ":1 incast"), n, 0, -1,
                         base_rtt};
                 row.run.ideal_fct_us = double(n) * double(o.bytes) * 8 / (o.fabric.rate_gbps * 1e3 * o.fabric.planes);
-                fabric::compute_fairness(row.run, 0);
+                fabric::compute_fairness(row.run);
                 row.goodput_gbps = goodput_by_deadline(row.run.result);
                 const auto& r = row.run.result;
                 std::vector<double> fcts = done_fcts(r);
@@ -445,7 +445,7 @@ private:
         fabric::ScenarioOptions o = base_;
         o.fabric.hosts = hosts;
         o.deadline_us = (o_.deadline_ms > 0 ? o_.deadline_ms : 1000) * 1000;
-        const auto flows = fabric::permutation_flows(hosts, o.bytes, 100, o_.seed);
+        const auto flows = fabric::permutation_flows(hosts, o.bytes, o.start_us, o_.seed);
         std::vector<std::vector<std::string>> cells;
         for (Transport t : transports_at(single_loss())) {
             Row row{"permutation", run_one(t, o, flows, single_loss(), "permutation"), 0, 0, -1, 0};

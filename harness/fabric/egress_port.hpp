@@ -37,7 +37,6 @@ public:
     // Called for each frame that leaves the queue for the wire: (its ingress, its size).
     std::function<void(int32_t, uint32_t)> on_dequeue;
 
-    uint64_t queued_bytes() const noexcept { return bytes_; }
     uint64_t queued_frames() const noexcept { return queue_.size() + control_.size() + (busy_ ? 1 : 0); }
     const PortStats& stats() const;  // brings the time integrals up to now
     ns3::Ptr<ns3::PointToPointNetDevice> device() const noexcept { return device_; }

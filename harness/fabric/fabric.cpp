@@ -59,6 +59,13 @@ private:
 
 constexpr uint32_t kNicQueueBytes = 1u << 30;
 
+// The smallest even k whose k-ary fat tree (k^3 / 4 hosts) holds `hosts`.
+uint32_t fat_tree_radix(uint32_t hosts) {
+    uint32_t k = 2;
+    while (uint64_t(k) * k * k / 4 < hosts) k += 2;
+    return k;
+}
+
 void count_loss(uint64_t* losses, Ptr<const ns3::Packet>) { ++*losses; }
 }  // namespace
 
@@ -113,10 +120,7 @@ void Fabric::Impl::build() {
     ns3::RngSeedManager::SetRun(config.seed >> 32);
     p2p.SetDeviceAttribute("DataRate", ns3::DataRateValue(ns3::DataRate(uint64_t(config.rate_gbps * 1e9))));
     p2p.SetChannelAttribute("Delay", ns3::TimeValue(ns3::NanoSeconds(int64_t(config.link_delay_us * 1000.0))));
-    if (config.topology == Topology::FatTree) {
-        fat_tree_k = 2;
-        while (uint64_t(fat_tree_k) * fat_tree_k * fat_tree_k / 4 < config.hosts) fat_tree_k += 2;
-    }
+    if (config.topology == Topology::FatTree) { fat_tree_k = fat_tree_radix(config.hosts); }
     hosts.resize(config.hosts);
     for (uint32_t h = 0; h < config.hosts; ++h) {
         hosts[h] = std::make_unique<HostNode>();
@@ -279,32 +283,9 @@ bool Fabric::Impl::host_rx(uint32_t host, uint32_t plane, Ptr<ns3::NetDevice>, P
     return true;
 }
 
-uint32_t Fabric::hops(uint32_t a, uint32_t b) const {
-    if (a == b) return 0;
-    if (config_.topology == Topology::FatTree) {
-        const uint32_t half = impl_->fat_tree_k / 2;
-        if (a / half == b / half) return 2;
-        if (a / (half * half) == b / (half * half)) return 4;
-        return 6;
-    }
-    const uint32_t per_leaf = std::min(config_.hosts_per_leaf, config_.hosts);
-    return a / per_leaf == b / per_leaf ? 2 : 4;
-}
-
-double Fabric::one_way_us(uint32_t a, uint32_t b, uint32_t bytes) const {
-    const double wire_bytes = bytes + 2.0;  // ns-3's PPP header
-    const double per_hop = wire_bytes * 8.0 / (config_.rate_gbps * 1e3) + config_.link_delay_us;
-    return hops(a, b) * per_hop;
-}
-
-double Fabric::base_rtt_us(uint32_t a, uint32_t b, uint32_t bytes, uint32_t reply_bytes) const {
-    return one_way_us(a, b, bytes) + one_way_us(b, a, reply_bytes);
-}
-
 uint32_t Fabric::max_hops(const FabricConfig& c) {
     if (c.topology == Topology::FatTree) {
-        uint32_t k = 2;
-        while (uint64_t(k) * k * k / 4 < c.hosts) k += 2;
+        const uint32_t k = fat_tree_radix(c.hosts);
         return c.hosts > (k / 2) * (k / 2) ? 6 : c.hosts > k / 2 ? 4 : 2;
     }
     return c.hosts > c.hosts_per_leaf ? 4 : 2;

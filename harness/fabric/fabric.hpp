@@ -76,13 +76,8 @@ public:
     // Called each time a frame of the host leaves its NIC queue for the wire (plane).
     void set_nic_listener(uint32_t host, std::function<void(uint32_t plane)> listener);
 
-    // Links crossed from host a to host b, the one-way latency of an idle path for a frame of `bytes`
-    // (store and forward at every hop), and the round trip with a `reply_bytes` frame back.
-    uint32_t hops(uint32_t a, uint32_t b) const;
-    double one_way_us(uint32_t a, uint32_t b, uint32_t bytes) const;
-    double base_rtt_us(uint32_t a, uint32_t b, uint32_t bytes, uint32_t reply_bytes = 64) const;
-
-    // The same for a config, without building it: the farthest pair's round trip.
+    // Links crossed by the farthest pair of hosts, and its round trip on idle links with a frame of
+    // `bytes` out and `reply_bytes` back (store and forward at every hop).
     static uint32_t max_hops(const FabricConfig& config);
     static double max_rtt_us(const FabricConfig& config, uint32_t bytes, uint32_t reply_bytes = 64);
 

@@ -109,7 +109,6 @@ void MroceHost::kick() {
 }
 
 void MroceHost::poll() {
-    ++polls_;
     while (device_->progress() > 0) {}
     if (after_poll) after_poll(*this);
     arm_timer();

@@ -59,7 +59,6 @@ public:
     std::function<void(uint32_t, uint32_t)> rx_tap;
 
     uint64_t rx_ring_drops() const noexcept { return rx_drops_; }
-    uint64_t polls() const noexcept { return polls_; }
 
     // io::PacketIo
     uint16_t rx_burst(io::PacketBuf** out, uint16_t n) noexcept override;
@@ -84,7 +83,7 @@ private:
     uint32_t in_nic_ = 0;  // frames handed to the NICs, not yet on the wire
     std::unique_ptr<Device> device_;
     sim::Timer poll_event_, timer_event_;
-    uint64_t rx_drops_ = 0, polls_ = 0;
+    uint64_t rx_drops_ = 0;
 };
 
 Address host_address(uint32_t host);

@@ -239,11 +239,16 @@ int32_t psn_diff(uint32_t a, uint32_t b) {
 
 }  // namespace
 
-struct RoceHost::Requester {
+// What both ends of a QP know: the pair, the route, the PSN space and the message.
+struct RoceHost::QpEnd {
     uint32_t qpn = 0, peer = 0, peer_qpn = 0, plane = 0, ipsn = 0, tag = 0;
     uint16_t sport = 0;
-    const uint8_t* data = nullptr;
     uint64_t bytes = 0, npkts = 0;
+    uint32_t psn(uint64_t idx) const { return (ipsn + uint32_t(idx)) & kPsnMask; }
+};
+
+struct RoceHost::Requester : QpEnd {
+    const uint8_t* data = nullptr;
     bool posted = false, done = false, failed = false;
     uint64_t una = 0, nxt = 0, max_sent = 0;  // packet indices
     uint32_t consecutive_timeouts = 0;
@@ -255,20 +260,15 @@ struct RoceHost::Requester {
     uint64_t byte_acc = 0;
     bool cnp_in_period = false;
     sim::Timer alpha_timer, rate_timer;
-    uint32_t psn(uint64_t idx) const { return (ipsn + uint32_t(idx)) & kPsnMask; }
 };
 
-struct RoceHost::Responder {
-    uint32_t qpn = 0, peer = 0, peer_qpn = 0, plane = 0, ipsn = 0, tag = 0;
-    uint16_t sport = 0;
+struct RoceHost::Responder : QpEnd {
     uint8_t* sink = nullptr;
-    uint64_t bytes = 0, npkts = 0;
     uint64_t epsn = 0;  // packet index expected next
     bool nak_sent = false, done = false;
     uint32_t unacked = 0;
     bool cnp_sent = false;
     uint64_t last_cnp_ns = 0;
-    uint32_t psn(uint64_t idx) const { return (ipsn + uint32_t(idx)) & kPsnMask; }
 };
 
 RoceHost::RoceHost(Fabric& fabric, uint32_t host, const RoceOptions& options)
@@ -308,25 +308,25 @@ RoceHost::Responder* RoceHost::responder(uint32_t qpn) {
     return qps_[qpn - kQpnBase].resp.get();
 }
 
-double RoceHost::rate_gbps(uint32_t qpn) const {
-    const Requester* q = qpn >= kQpnBase && qpn - kQpnBase < qps_.size() ? qps_[qpn - kQpnBase].req.get() : nullptr;
-    return q ? q->rc : 0;
+void RoceHost::init_end(QpEnd& e, uint32_t qpn, uint32_t peer, uint32_t peer_qpn, uint16_t sport, uint32_t ipsn,
+                        uint64_t bytes, uint32_t tag) const {
+    if (qpn < kQpnBase || qpn - kQpnBase >= qps_.size()) throw std::invalid_argument("roce: unknown qpn");
+    e.qpn = qpn;
+    e.peer = peer;
+    e.peer_qpn = peer_qpn;
+    e.sport = sport;
+    e.plane = impair::ecmp_link(sport, uint16_t(fabric_.planes()));
+    e.ipsn = ipsn & kPsnMask;
+    e.tag = tag;
+    e.bytes = bytes;
+    e.npkts = std::max<uint64_t>(1, (bytes + o_.mtu - 1) / o_.mtu);
 }
 
 void RoceHost::add_requester(uint32_t qpn, uint32_t peer, uint32_t peer_qpn, uint16_t sport, uint32_t ipsn,
                              const uint8_t* data, uint64_t bytes, uint32_t tag) {
-    if (qpn < kQpnBase || qpn - kQpnBase >= qps_.size()) throw std::invalid_argument("roce: unknown qpn");
     auto q = std::make_unique<Requester>();
-    q->qpn = qpn;
-    q->peer = peer;
-    q->peer_qpn = peer_qpn;
-    q->sport = sport;
-    q->plane = impair::ecmp_link(sport, uint16_t(fabric_.planes()));
-    q->ipsn = ipsn & kPsnMask;
-    q->tag = tag;
+    init_end(*q, qpn, peer, peer_qpn, sport, ipsn, bytes, tag);
     q->data = data;
-    q->bytes = bytes;
-    q->npkts = std::max<uint64_t>(1, (bytes + o_.mtu - 1) / o_.mtu);
     q->rc = q->rt = line_gbps_;
     q->alpha = o_.initial_alpha;
     senders_.push_back(q.get());
@@ -335,18 +335,9 @@ void RoceHost::add_requester(uint32_t qpn, uint32_t peer, uint32_t peer_qpn, uin
 
 void RoceHost::add_responder(uint32_t qpn, uint32_t peer, uint32_t peer_qpn, uint16_t sport, uint32_t ipsn,
                              uint8_t* sink, uint64_t bytes, uint32_t tag) {
-    if (qpn < kQpnBase || qpn - kQpnBase >= qps_.size()) throw std::invalid_argument("roce: unknown qpn");
     auto r = std::make_unique<Responder>();
-    r->qpn = qpn;
-    r->peer = peer;
-    r->peer_qpn = peer_qpn;
-    r->sport = sport;
-    r->plane = impair::ecmp_link(sport, uint16_t(fabric_.planes()));
-    r->ipsn = ipsn & kPsnMask;
-    r->tag = tag;
+    init_end(*r, qpn, peer, peer_qpn, sport, ipsn, bytes, tag);
     r->sink = sink;
-    r->bytes = bytes;
-    r->npkts = std::max<uint64_t>(1, (bytes + o_.mtu - 1) / o_.mtu);
     qps_[qpn - kQpnBase].resp = std::move(r);
 }
 

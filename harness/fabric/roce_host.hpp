@@ -158,12 +158,14 @@ public:
 
     const RoceCounters& counters() const noexcept { return counters_; }
     // Current DCQCN rate of a requester (Gb/s).
-    double rate_gbps(uint32_t qpn) const;
     static uint64_t bytes_per_connection();
 
 private:
+    struct QpEnd;
     struct Requester;
     struct Responder;
+    void init_end(QpEnd& e, uint32_t qpn, uint32_t peer, uint32_t peer_qpn, uint16_t sport, uint32_t ipsn,
+                  uint64_t bytes, uint32_t tag) const;
     struct Slot {
         std::unique_ptr<Requester> req;
         std::unique_ptr<Responder> resp;

@@ -63,7 +63,7 @@ double percentile(std::vector<double> v, double p) {
     return v[lo] + (v[hi] - v[lo]) * (idx - double(lo));
 }
 
-void compute_fairness(TransportRun& run, uint32_t) {
+void compute_fairness(TransportRun& run) {
     const RunResult& r = run.result;
     size_t windows = 0;
     for (const auto& b : r.bins) windows = std::max(windows, b.size());

@@ -21,7 +21,7 @@ const char* transport_name(Transport t) noexcept;
 struct ScenarioOptions {
     FabricConfig fabric;       // topology, hosts, planes, rate, delay, queues, ECN, seed
     uint64_t bytes = 2000000;  // per flow (the anchors' "2 MB")
-    double start_us = 100;     // flows start here; connections are set up before
+    double start_us = 100;     // flows start this long after set-up (mroce: all connections up)
     double deadline_us = 1e6;  // simulated
     MroceHostOptions mroce;
     std::vector<Transport> transports{Transport::Mroce, Transport::RoceGbn, Transport::RocePfc};
@@ -37,10 +37,8 @@ struct TransportRun {
     double base_rtt_us = 0;  // of the scenario's typical path
     double ideal_fct_us = 0;
     // Incast: the receiver's ToR port, and fairness over time.
-    PortStats bottleneck;
     std::vector<double> jain;  // per window, over the flows active in it
     double fair_at_us = -1;    // first window end from which Jain stays >= 0.95 (-1: never)
-    double first_mark_us = -1;
 };
 
 // A random permutation (a derangement, seeded): host i sends to perm[i].
@@ -56,7 +54,7 @@ TransportRun run_transport(Transport t, const ScenarioOptions& options, const st
 // Jain's fairness index of positive rates (1 for one or none).
 double jain_index(const std::vector<double>& rates);
 // Fairness per window over the flows that have started and not finished by the window's end.
-void compute_fairness(TransportRun& run, uint32_t receiver_host);
+void compute_fairness(TransportRun& run);
 // Jain's index averaged over the windows with at least two active flows.
 double mean_jain(const TransportRun& run);
 

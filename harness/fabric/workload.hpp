@@ -101,7 +101,6 @@ public:
     void received_bytes(size_t f, uint32_t bytes);  // into the bin of the current simulated time
     void done(size_t f);                            // the receiver holds every byte, now
     void failed(size_t f, const std::string& why);  // keeps the first reason
-    bool is_done(size_t f) const { return outcomes_[f].done; }
     uint32_t done_count() const noexcept { return done_; }
 
     // Runs the simulation until every flow settled or the deadline; fills r's timing, flows, bins.
