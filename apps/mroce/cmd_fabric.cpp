@@ -41,6 +41,7 @@ struct FabricCliOptions {
     uint64_t seed = 1;
     uint32_t paths = 32;
     uint32_t window_cap = 8;
+    uint32_t rto_min_us = 100;
     uint32_t queue_kb = 1024;
     uint32_t ecn_kb = 100;
     std::vector<std::string> transports;
@@ -125,6 +126,8 @@ json row_json(const Row& row) {
                 {"fct_max_us", fabric::percentile(fcts, 1)},
                 {"ideal_fct_us", row.run.ideal_fct_us},
                 {"base_rtt_us", row.base_rtt_us},
+                {"lockstep_steps", r.lockstep_steps},
+                {"divergence", r.divergence.empty() ? json(nullptr) : json(r.divergence)},
                 {"jain_mean", jain_mean},
                 {"jain", row.run.jain},
                 {"fair_at_us", row.run.fair_at_us},
@@ -196,11 +199,19 @@ public:
         }
         const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall0).count();
         bool pass = true;
-        for (const Row& r : rows_)
-            if (r.run.transport == Transport::Mroce && !r.run.result.all_verified()) pass = false;
+        bool agreed = true;
+        for (const Row& r : rows_) {
+            if (fabric::is_mroce(r.run.transport) && !r.run.result.all_verified()) pass = false;
+            if (!r.run.result.divergence.empty()) {
+                agreed = false;
+                std::cout << "FAIL: the engine diverged from the model (" << label_of(r) << "):\n"
+                          << r.run.result.divergence << "\nreplay: " << replay_command() << "\n";
+            }
+        }
         std::cout << (pass ? "PASS" : "FAIL") << ": every mroce flow "
                   << (pass ? "completed with the right bytes" : "did not complete verified") << " (" << fmt(wall, 1)
                   << " s)\n";
+        pass = pass && agreed;
         if (g_.json) {
             json runs = json::array();
             for (const Row& r : rows_) runs.push_back(row_json(r));
@@ -213,6 +224,32 @@ public:
     }
 
 private:
+    static std::string label_of(const Row& r) {
+        return r.scenario + ", " + fabric::transport_name(r.run.transport) + ", " + fmt(r.run.loss * 100, 1) + "% loss";
+    }
+
+    // The command line that reruns this invocation (every knob that shapes a run, with the seed).
+    std::string replay_command() const {
+        std::ostringstream c;
+        c << "mroce fabric " << o_.scenario << " --seed " << o_.seed << " --planes " << o_.planes << " --rate "
+          << o_.rate_gbps << " --delay-us " << o_.delay_us << " --topology " << o_.topology << " --paths " << o_.paths
+          << " --window-cap " << o_.window_cap << " --rto-min-us " << o_.rto_min_us << " --queue-kb " << o_.queue_kb
+          << " --ecn-kb " << o_.ecn_kb;
+        if (o_.hosts) c << " --hosts " << o_.hosts;
+        if (o_.topology == "leaf-spine") c << " --hosts-per-leaf " << o_.hosts_per_leaf;
+        if (o_.bytes) c << " --bytes " << o_.bytes;
+        if (o_.deadline_ms > 0) c << " --deadline-ms " << o_.deadline_ms;
+        auto list = [&c](const char* flag, const auto& v) {
+            if (v.empty()) return;
+            c << " " << flag;
+            for (const auto& x : v) c << " " << x;
+        };
+        list("--loss", o_.loss_pct);
+        list("--senders", o_.senders);
+        list("--transports", o_.transports);
+        return c.str();
+    }
+
     bool parse() {
         const std::set<std::string> scenarios{"loss", "incast", "permutation", "anchors"};
         if (!scenarios.count(o_.scenario)) {
@@ -238,18 +275,22 @@ private:
         base_.bytes = o_.bytes ? o_.bytes : o_.scenario == "loss" ? 16000000 : 2000000;
         base_.mroce.offer.paths = uint16_t(o_.paths);
         base_.mroce.offer.window_cap = uint16_t(o_.window_cap);
+        base_.mroce.rto_min_us = o_.rto_min_us;
         base_.transports.clear();
         const std::map<std::string, Transport> names{{"mroce", Transport::Mroce},
                                                      {"rocev2-gbn", Transport::RoceGbn},
                                                      {"rocev2-pfc", Transport::RocePfc},
                                                      {"rocev2-gbn-nocc", Transport::RoceGbnNoCc},
-                                                     {"rocev2-pfc-nocc", Transport::RocePfcNoCc}};
+                                                     {"rocev2-pfc-nocc", Transport::RocePfcNoCc},
+                                                     {"mroce-model", Transport::MroceModel},
+                                                     {"mroce-lockstep", Transport::MroceLockstep}};
         for (const auto& t :
              o_.transports.empty() ? std::vector<std::string>{"mroce", "rocev2-gbn", "rocev2-pfc"} : o_.transports) {
             auto it = names.find(t);
             if (it == names.end()) {
                 std::cerr << "mroce fabric: unknown transport '" << t
-                          << "' (mroce, rocev2-gbn, rocev2-pfc, rocev2-gbn-nocc, rocev2-pfc-nocc)\n";
+                          << "' (mroce, rocev2-gbn, rocev2-pfc, rocev2-gbn-nocc, rocev2-pfc-nocc, mroce-model, "
+                             "mroce-lockstep)\n";
                 return false;
             }
             base_.transports.push_back(it->second);
@@ -283,6 +324,7 @@ private:
                     {"bytes_per_flow", base_.bytes},
                     {"mroce_paths", base_.mroce.offer.paths},
                     {"mroce_window_cap", base_.mroce.offer.window_cap},
+                    {"mroce_rto_min_us", base_.mroce.rto_min_us},
                     {"payload", base_.mroce.offer.max_payload}};
     }
 
@@ -577,6 +619,9 @@ Runner add_fabric(CLI::App& app, const GlobalOptions& global) {
     sub->add_option("--bytes", o->bytes, "Bytes per flow (default: loss 16000000, others 2000000)")
         ->check(CLI::Range(uint64_t(1), uint64_t(1) << 31));
     sub->add_option("--seed", o->seed, "Seed (routes, loss, permutation)")->capture_default_str();
+    sub->add_option("--rto-min-us", o->rto_min_us, "mroce RTO_MIN (us) [R-RTO-3]")
+        ->capture_default_str()
+        ->check(CLI::Range(1u, 1000000u));
     sub->add_option("--window-cap", o->window_cap, "mroce Window Cap: the most packets in flight per path")
         ->capture_default_str()
         ->check(CLI::Range(1u, 256u));
@@ -590,8 +635,9 @@ Runner add_fabric(CLI::App& app, const GlobalOptions& global) {
         ->capture_default_str()
         ->check(CLI::Range(1u, 1u << 20));
     sub->add_option("--transports", o->transports,
-                    "Any of mroce, rocev2-gbn, rocev2-pfc (DCQCN), rocev2-gbn-nocc, rocev2-pfc-nocc (no CC); default "
-                    "the first three, anchors adds the no-CC pair")
+                    "Any of mroce, rocev2-gbn, rocev2-pfc (DCQCN), rocev2-gbn-nocc, rocev2-pfc-nocc (no CC), "
+                    "mroce-model (the executable model in every host), mroce-lockstep (model and engine compared "
+                    "after every step; small runs); default the first three, anchors adds the no-CC pair")
         ->delimiter(',');
     sub->add_option("--deadline-ms", o->deadline_ms, "Simulated time limit per run (default: loss 100, others 1000)")
         ->check(CLI::PositiveNumber);

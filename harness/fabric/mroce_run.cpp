@@ -103,14 +103,10 @@ private:
         state_[f].resolved = true;
         if (++resolved_ < book_.size()) return;
         result_.setup_us = double(sim::now_ns()) / 1000.0;
-        for (size_t g = 0; g < book_.size(); ++g) {
-            const double offset = book_.spec(g).start_us;
-            book_.spec(g).start_us += result_.setup_us;
-            sim::after_ns(uint64_t(offset * 1000), [this, g] {
-                state_[g].started = true;
-                try_post(uint32_t(g));
-            });
-        }
+        book_.start_after_setup(result_.setup_us, [this](size_t g) {
+            state_[g].started = true;
+            try_post(uint32_t(g));
+        });
     }
 
     void try_post(uint32_t f) {

@@ -6,6 +6,7 @@
 #include <numeric>
 #include <stdexcept>
 
+#include "fabric/endpoints.hpp"
 #include "fabric/roce_host.hpp"
 #include "fabric/runs.hpp"
 
@@ -23,6 +24,10 @@ const char* transport_name(Transport t) noexcept {
             return "rocev2-gbn-nocc";
         case Transport::RocePfcNoCc:
             return "rocev2-pfc-nocc";
+        case Transport::MroceModel:
+            return "mroce-model";
+        case Transport::MroceLockstep:
+            return "mroce-lockstep";
     }
     return "?";
 }
@@ -116,6 +121,15 @@ TransportRun run_transport(Transport t, const ScenarioOptions& o, const std::vec
     switch (t) {
         case Transport::Mroce:
             run.result = run_mroce(fc, o.mroce, flows, ro);
+            break;
+        case Transport::MroceModel:
+            run.result = run_endpoints(
+                fc, o.mroce, flows, ro,
+                [](const model::Config& c, uint32_t) { return std::make_unique<harness::ModelEndpoint>(c); },
+                transport_name(t));
+            break;
+        case Transport::MroceLockstep:
+            run.result = run_lockstep(fc, o.mroce, flows, ro);
             break;
         case Transport::RoceGbn:
         case Transport::RocePfc:

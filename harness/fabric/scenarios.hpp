@@ -15,7 +15,13 @@ namespace mroce::fabric {
 
 // RoCEv2 with DCQCN, lossy (go-back-N repairs) or lossless (PFC); the -nocc variants send at line
 // rate without congestion control (as plain RoCE in the published simulations).
-enum class Transport : uint8_t { Mroce, RoceGbn, RocePfc, RoceGbnNoCc, RocePfcNoCc };
+// mroce-model runs the executable model in every host; mroce-lockstep runs the model and the engine
+// side by side in every host, compared after every step (small runs: the model is slow).
+enum class Transport : uint8_t { Mroce, RoceGbn, RocePfc, RoceGbnNoCc, RocePfcNoCc, MroceModel, MroceLockstep };
+// Transports whose hosts run our protocol (engine, model or both): their bytes are verified.
+inline bool is_mroce(Transport t) noexcept {
+    return t == Transport::Mroce || t == Transport::MroceModel || t == Transport::MroceLockstep;
+}
 const char* transport_name(Transport t) noexcept;
 
 struct ScenarioOptions {

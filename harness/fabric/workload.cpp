@@ -87,6 +87,14 @@ void RunBook::received_bytes(size_t f, uint32_t bytes) {
     b[w] += bytes;
 }
 
+void RunBook::start_after_setup(double setup_us, const std::function<void(size_t)>& start) {
+    for (size_t f = 0; f < outcomes_.size(); ++f) {
+        const double offset = outcomes_[f].spec.start_us;
+        outcomes_[f].spec.start_us += setup_us;
+        sim::after_ns(uint64_t(offset * 1000), [start, f] { start(f); });
+    }
+}
+
 void RunBook::done(size_t f) {
     FlowOutcome& fo = outcomes_[f];
     if (fo.done) return;

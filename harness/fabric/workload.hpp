@@ -64,6 +64,11 @@ struct RunResult {
     uint64_t bytes_per_host = 0;        // transport state per host (preallocated)
     uint64_t bytes_per_connection = 0;  // transport state per connection
     uint64_t peak_rss_bytes = 0;
+    // Harness endpoints (fabric/endpoints.hpp): each host's digest of the frames it sent, and for a
+    // lockstep run the first divergence of engine from model ("" if none) and the steps compared.
+    std::vector<uint64_t> host_digests;
+    std::string divergence;
+    uint64_t lockstep_steps = 0;
 
     uint32_t done() const;
     bool all_verified() const;
@@ -99,6 +104,10 @@ public:
     int64_t flow_of(uint32_t src, uint32_t dst) const;
 
     void received_bytes(size_t f, uint32_t bytes);  // into the bin of the current simulated time
+    // Flows start at their start times counted from `setup_us`, when the last connection came up (as
+    // a collective starts on connections set up beforehand; a lost CONNECT's retry must not count as
+    // completion time): shifts every start time and calls start(f) at it.
+    void start_after_setup(double setup_us, const std::function<void(size_t)>& start);
     void done(size_t f);                            // the receiver holds every byte, now
     void failed(size_t f, const std::string& why);  // keeps the first reason
     uint32_t done_count() const noexcept { return done_; }

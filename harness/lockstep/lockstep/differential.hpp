@@ -70,6 +70,27 @@ harness::GeneratedScenario generate_diff_scenario(uint64_t seed, int profile);
 
 DiffResult run_differential(const harness::Scenario& scenario, const DiffOptions& options = {});
 
+// Lockstep endpoints for a driver other than harness::run() (the ns-3 fabric): each endpoint runs the
+// model and the engine on the same events and compares them after every step, as above; the model's
+// actions are the ones returned. After the first divergence (recorded here, once for the session) the
+// endpoints go on with the model alone. Memory is compared once more when an endpoint is destroyed.
+struct LockstepShared;
+class LockstepSession {
+public:
+    explicit LockstepSession(const DiffOptions& options = {});
+    ~LockstepSession();
+    LockstepSession(const LockstepSession&) = delete;
+    LockstepSession& operator=(const LockstepSession&) = delete;
+
+    // `side` names the endpoint in a divergence report.
+    std::unique_ptr<harness::SimEndpoint> endpoint(const model::Config& config, char side);
+    const std::optional<Divergence>& divergence() const;
+    const DiffStats& stats() const;
+
+private:
+    std::shared_ptr<LockstepShared> sh_;
+};
+
 // Greedy deterministic shrinking of a diverging scenario: drop ops, link events and fates, cut the
 // fates list, while run_differential still diverges. `max_runs` bounds the work.
 harness::Scenario shrink_divergence(harness::Scenario s, const DiffOptions& options, size_t max_runs = 400);

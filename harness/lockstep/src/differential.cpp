@@ -8,15 +8,18 @@
 #include "netsim/wire.hpp"
 
 namespace mroce::lockstep {
-namespace {
 
-struct Stop {};  // thrown out of harness::run() at the first divergence (stop_at_divergence)
-
-struct Shared {
+struct LockstepShared {
     DiffOptions opt;
     std::optional<Divergence> div;
     DiffStats stats;
 };
+
+namespace {
+
+struct Stop {};  // thrown out of harness::run() at the first divergence (stop_at_divergence)
+
+using Shared = LockstepShared;
 
 std::string event_name(const model::Event& e) {
     static const char* names[] = {"RegisterMemory", "DeregisterMemory", "WriteMemory", "Connect",
@@ -259,6 +262,20 @@ std::string Divergence::text() const {
        << "\n  expected: " << expected << "  (model)\n  got:      " << got << "  (engine)";
     return os.str();
 }
+
+LockstepSession::LockstepSession(const DiffOptions& options) : sh_(std::make_shared<Shared>()) {
+    sh_->opt = options;
+    sh_->opt.stop_at_divergence = false;  // no harness::run() to catch the stop: the run goes on, model only
+}
+
+LockstepSession::~LockstepSession() = default;
+
+std::unique_ptr<harness::SimEndpoint> LockstepSession::endpoint(const model::Config& config, char side) {
+    return std::make_unique<LockstepEndpoint>(config, sh_, side);
+}
+
+const std::optional<Divergence>& LockstepSession::divergence() const { return sh_->div; }
+const DiffStats& LockstepSession::stats() const { return sh_->stats; }
 
 DiffResult run_differential(const harness::Scenario& scenario, const DiffOptions& options) {
     auto sh = std::make_shared<Shared>();
