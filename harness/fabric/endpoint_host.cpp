@@ -59,8 +59,8 @@ void EndpointHost::receive(const SimFrame& frame) {
     r.frame.resize(frame.size());
     r.frame.resize(frame.copy_to(r.frame.data(), uint32_t(r.frame.size())));
     if (rx_tap && r.frame.size() >= 34 && r.frame[12] == 0x08 && r.frame[13] == 0x00) {
-        const uint32_t src = uint32_t(r.frame[26]) << 24 | uint32_t(r.frame[27]) << 16 | uint32_t(r.frame[28]) << 8 |
-                             r.frame[29];
+        const uint32_t src =
+            uint32_t(r.frame[26]) << 24 | uint32_t(r.frame[27]) << 16 | uint32_t(r.frame[28]) << 8 | r.frame[29];
         rx_tap(host_of_ip(src), uint32_t(r.frame.size()));
     }
     handle(r);

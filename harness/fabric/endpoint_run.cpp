@@ -44,7 +44,11 @@ class EndpointRun {
 public:
     EndpointRun(const FabricConfig& fc, const MroceHostOptions& ho, const std::vector<FlowSpec>& flows,
                 const RunOptions& ro, const EndpointMaker& make, std::string name)
-        : fabric_(fc), book_(flows, fc.hosts, fc.seed, ro), flows_(flows.size()), watch_host_(ro.watch_host), name_(std::move(name)) {
+        : fabric_(fc),
+          book_(flows, fc.hosts, fc.seed, ro),
+          flows_(flows.size()),
+          watch_host_(ro.watch_host),
+          name_(std::move(name)) {
         std::map<uint32_t, bool> used;
         for (const FlowSpec& s : flows) used[s.src] = used[s.dst] = true;
         hosts_.resize(fc.hosts);
@@ -58,17 +62,20 @@ public:
             };
             // The shared source bytes, registered and written into the endpoint's own memory.
             const uint64_t len = book_.source_size();
-            for (const model::Action& a : eh.handle(model::RegisterMemory{kSourceVa, len, model::access::kLocalWrite, 0}))
+            for (const model::Action& a :
+                 eh.handle(model::RegisterMemory{kSourceVa, len, model::access::kLocalWrite, 0}))
                 if (auto* k = std::get_if<model::MemoryRegistered>(&a)) source_lkey_[h] = k->lkey;
             model::WriteMemory w{kSourceVa, std::vector<uint8_t>(book_.source_base(), book_.source_base() + len)};
             eh.handle(w);
         }
         for (size_t f = 0; f < flows.size(); ++f) {
             const FlowSpec& s = flows[f];
-            const auto acts = hosts_[s.dst]->handle(model::RegisterMemory{
-                sink_va(f), std::max<uint64_t>(s.bytes, 1), model::access::kLocalWrite | model::access::kRemoteWrite, 0});
+            const auto acts = hosts_[s.dst]->handle(
+                model::RegisterMemory{sink_va(f), std::max<uint64_t>(s.bytes, 1),
+                                      model::access::kLocalWrite | model::access::kRemoteWrite, 0});
             for (const model::Action& a : acts)
-                if (auto* k = std::get_if<model::MemoryRegistered>(&a)) flows_[f].rkey = k->rkey, flows_[f].sink_lkey = k->lkey;
+                if (auto* k = std::get_if<model::MemoryRegistered>(&a))
+                    flows_[f].rkey = k->rkey, flows_[f].sink_lkey = k->lkey;
         }
     }
 

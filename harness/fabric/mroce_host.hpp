@@ -18,9 +18,8 @@ namespace mroce::fabric {
 
 struct MroceHostOptions {
     // 32 paths of at most 8 packets each: 256 packets (1 MiB) per connection, about six times the
-    // bandwidth-delay product of a 3-tier fabric at 100 Gb/s. The full Window Cap (256) lets each path
-    // start at 16 packets, so a connection's first window is 512 packets and a 2 MB flow is sent
-    // whole before the first ACK: the 128-host permutation then reaches 8.7 Tb/s instead of 9.7.
+    // bandwidth-delay product of a 3-tier fabric at 100 Gb/s; the first window is 64 packets in all
+    // (INIT_CWND 2 per path, [R-CC-1], A-38). The README's table shows what other choices trade.
     ConnParams offer{.paths = 32, .streams = 1, .max_payload = 4096, .window_cap = 8};
     uint32_t max_connections = 16;
     uint32_t rto_min_us = 100;

@@ -229,7 +229,13 @@ struct Conn {
   } fair;
 
   uint32_t cwnd_max() const noexcept { return window_cap < 256 ? window_cap : 256; }
-  uint32_t init_cwnd() const noexcept { return window_cap < 16 ? window_cap : 16; }
+  // [R-CC-1]: about INIT_WINDOW = 64 packets per connection in all, at most 16 per path.
+  uint32_t init_cwnd() const noexcept {
+    uint32_t v = window_cap < 16 ? window_cap : 16;
+    const uint32_t share = paths ? 64u / paths : 16u;
+    if (share < v) v = share;
+    return v ? v : 1;
+  }
   int64_t credit_max() const noexcept { return int64_t(8) * 16 * max_payload; }
   bool live() const noexcept { return state == ConnState::Established || state == ConnState::Closing; }
 };

@@ -902,6 +902,37 @@ RequirementScenario R_CC_1_WindowCapOneAndTinyPayloads() {
   return r;
 }
 
+// [R-CC-1]: a connection's first window is about INIT_WINDOW = 64 packets whatever its number of
+// paths: with 32 paths, INIT_CWND = 2 per path, so 64 packets leave before the first ACK, not 512.
+RequirementScenario R_CC_1_ManyPathsShareTheInitialWindow() {
+  RequirementScenario r = named("R_CC_1_ManyPathsShareTheInitialWindow");
+  auto& c = r.scenario.config;
+  c[0].path_count = c[1].path_count = 32;
+  c[0].max_payload = c[1].max_payload = 1024;
+  r.scenario.workload.ops = {write(300 * 1024)};  // 300 packets: more than the first window
+  r.on_step = [] {
+    return [](Observed& o, Side s, model::Time, const harness::SimEndpoint& ep) {
+      if (s != A || ep.connections().empty()) return;
+      const uint32_t conn = ep.connections().front();
+      int64_t in_flight = 0, acked = 0;
+      for (uint16_t p = 0; p < ep.path_count(conn); ++p) {
+        const auto v = ep.path_view(conn, p);
+        if (!v) continue;
+        in_flight += v->in_flight;
+        acked += v->packets_sent - (v->snxt - v->suna);  // PSNs acknowledged (no loss here)
+        if (acked == 0) o.notes["start_cwnd_max"] = std::max<int64_t>(o.notes["start_cwnd_max"], v->cwnd);
+      }
+      if (acked == 0) o.notes["first_window"] = std::max<int64_t>(o.notes["first_window"], in_flight);
+    };
+  };
+  r.check = [](const Observed& o) {
+    expect_statuses(o, A, {Status::Success});
+    EXPECT_EQ(o.notes.at("start_cwnd_max"), 2);
+    EXPECT_EQ(o.notes.at("first_window"), 64);
+  };
+  return r;
+}
+
 // The table: every scenario, built (cheaply: filters compile when a test runs).
 std::vector<RequirementScenario> table() {
   return {R_CONN_1_HandshakeNegotiatesMinimum_R_HDR_4(),
@@ -942,7 +973,8 @@ std::vector<RequirementScenario> table() {
           R_REL_9_VoidedSendCancelsItsReceiveLater_R_CMP_2(),
           R_REL_9_RefusedWriteImmCancelsPostedReceive(),
           R_PATH_1_TwoHundredFiftySixPathsAndManyStreamsUnderLoss(),
-          R_CC_1_WindowCapOneAndTinyPayloads()};
+          R_CC_1_WindowCapOneAndTinyPayloads(),
+          R_CC_1_ManyPathsShareTheInitialWindow()};
 }
 
 std::vector<std::string> names() {

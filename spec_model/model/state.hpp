@@ -1,6 +1,7 @@
 // Internal state of the model endpoint. Plain structs with standard containers: meant to be read.
 #pragma once
 
+#include <algorithm>
 #include <deque>
 #include <map>
 #include <memory>
@@ -239,7 +240,10 @@ struct Connection {
     uint32_t share = 0;
 
     uint32_t cwnd_max() const { return std::min<uint32_t>(256, window_cap); }
-    uint32_t init_cwnd() const { return std::min<uint32_t>(16, window_cap); }
+    // [R-CC-1]: about INIT_WINDOW = 64 packets per connection in all, at most 16 per path.
+    uint32_t init_cwnd() const {
+        return std::max<uint32_t>(1, std::min<uint32_t>({16, window_cap, paths ? 64u / paths : 16u}));
+    }
     int64_t credit_max() const { return int64_t(8) * 16 * max_payload; }
 };
 

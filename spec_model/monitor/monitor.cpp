@@ -280,7 +280,10 @@ struct Conn {
     uint16_t paths = 0, streams = 0, maxpay = 0, wcap = 0;
     Direction dir[2];
     Nanos last_delivered[2] = {0, 0};
-    uint32_t init_cwnd() const { return std::min<uint32_t>(16, wcap); }
+    // [R-CC-1]: about INIT_WINDOW = 64 packets per connection in all, at most 16 per path.
+    uint32_t init_cwnd() const {
+        return std::max<uint32_t>(1, std::min<uint32_t>({16, wcap, paths ? 64u / paths : 16u}));
+    }
     uint32_t cwnd_max() const { return std::min<uint32_t>(256, wcap); }
 };
 
