@@ -37,11 +37,16 @@ struct FabricCliOptions {
     uint32_t hosts_per_leaf = 16;
     std::vector<double> loss_pct;
     std::vector<uint32_t> senders;
-    uint64_t bytes = 0;  // 0: the scenario's default (loss 16 MB, others 2 MB)
+    std::vector<uint32_t> plane_counts;  // planes: the plane counts compared (default 4, 8)
+    uint32_t per_host = 32;              // planes: connections each host opens
+    uint64_t bytes = 0;                  // 0: the scenario's default (loss 16 MB, others 2 MB)
     uint64_t seed = 1;
     uint32_t paths = 32;
     uint32_t window_cap = 8;
     uint32_t rto_min_us = 100;
+    double load = 0.6;      // plane-failure: each receiver grants this fraction of its line rate
+    double fail_us = 400;   // plane-failure: plane 0 goes dark at this simulated time
+    double back_us = 1400;  // and comes back at this one (0: never)
     uint32_t queue_kb = 1024;
     uint32_t ecn_kb = 100;
     std::vector<std::string> transports;
@@ -191,6 +196,10 @@ public:
                 scenario_incast(o_.senders.empty() ? std::vector<uint32_t>{16, 64, 256} : o_.senders);
             else if (o_.scenario == "permutation")
                 scenario_permutation(o_.hosts ? o_.hosts : 128);
+            else if (o_.scenario == "planes")
+                scenario_planes();
+            else if (o_.scenario == "plane-failure")
+                scenario_plane_failure();
             else
                 scenario_anchors();
         } catch (const std::exception& e) {
@@ -218,6 +227,27 @@ public:
             json j{{"scenario", o_.scenario}, {"pass", pass},           {"wall_s", wall}, {"runs", runs},
                    {"plots", plots_},         {"config", config_json()}};
             if (!anchors_.is_null()) j["anchors"] = anchors_;
+            if (!plane_ratios_.empty()) j["plane_ratio"] = plane_ratios_;
+            if (!plane_figures_.empty()) {
+                json pf = json::array();
+                for (const auto& p : plane_figures_)
+                    pf.push_back({{"transport", p.transport},
+                                  {"fail_us", p.f.fail_us},
+                                  {"back_us", p.f.back_us < 1e299 ? json(p.f.back_us) : json(nullptr)},
+                                  {"flows_start_us", p.f.start_us},
+                                  {"first_finish_us", p.f.end_us},
+                                  {"base_rtt_us", p.base_rtt_us},
+                                  {"before_gbps", p.f.before_gbps},
+                                  {"during_gbps", p.f.during_gbps},
+                                  {"moved_us", p.f.moved_us},
+                                  {"dead_plane_tx_until_us", p.f.dead_tx_us},
+                                  {"plane_before_gbps", p.f.plane_before_gbps},
+                                  {"plane_after_gbps", p.f.plane_after_gbps},
+                                  {"returned_us", p.f.returned_us},
+                                  {"window_us", p.f.window_us},
+                                  {"plane_rx_gbps", p.f.rx_gbps}});
+                j["plane_failure"] = pf;
+            }
             std::cout << j.dump() << "\n";
         }
         return pass ? kExitOk : kExitFailed;
@@ -239,6 +269,8 @@ private:
         if (o_.topology == "leaf-spine") c << " --hosts-per-leaf " << o_.hosts_per_leaf;
         if (o_.bytes) c << " --bytes " << o_.bytes;
         if (o_.deadline_ms > 0) c << " --deadline-ms " << o_.deadline_ms;
+        if (o_.scenario == "plane-failure")
+            c << " --load " << o_.load << " --fail-us " << o_.fail_us << " --back-us " << o_.back_us;
         auto list = [&c](const char* flag, const auto& v) {
             if (v.empty()) return;
             c << " " << flag;
@@ -246,15 +278,25 @@ private:
         };
         list("--loss", o_.loss_pct);
         list("--senders", o_.senders);
+        list("--plane-counts", o_.plane_counts);
+        if (o_.scenario == "planes") c << " --per-host " << o_.per_host;
         list("--transports", o_.transports);
         return c.str();
     }
 
     bool parse() {
-        const std::set<std::string> scenarios{"loss", "incast", "permutation", "anchors"};
+        const std::set<std::string> scenarios{"loss", "incast", "permutation", "anchors", "planes", "plane-failure"};
         if (!scenarios.count(o_.scenario)) {
             std::cerr << "mroce fabric: unknown scenario '" << o_.scenario
-                      << "' (loss, incast, permutation, anchors)\n";
+                      << "' (loss, incast, permutation, anchors, planes, plane-failure)\n";
+            return false;
+        }
+        if (!(o_.load > 0 && o_.load <= 1)) {
+            std::cerr << "mroce fabric: --load must be in (0, 1], not " << o_.load << "\n";
+            return false;
+        }
+        if (o_.back_us != 0 && o_.back_us <= o_.fail_us) {
+            std::cerr << "mroce fabric: --back-us must be after --fail-us (or 0: never)\n";
             return false;
         }
         base_.fabric.planes = o_.planes;
@@ -525,6 +567,134 @@ private:
                     cells);
     }
 
+    // Throughput against the number of planes: every host opens --per-host connections (hosts x
+    // per-host in all, 4 096 by default) and sends one flow on each, at once, with 4 and with 8
+    // planes. The aggregate is all bytes over the time to the last finish; the ratio between plane
+    // counts is measured in this one run.
+    void scenario_planes() {
+        const std::vector<uint32_t> counts = o_.plane_counts.empty() ? std::vector<uint32_t>{4, 8} : o_.plane_counts;
+        std::vector<std::vector<std::string>> cells;
+        std::map<std::string, std::map<uint32_t, double>> tbps;  // transport -> planes -> Tb/s
+        for (uint32_t planes : counts) {
+            fabric::ScenarioOptions o = base_;
+            o.fabric.hosts = o_.hosts ? o_.hosts : 128;
+            o.fabric.planes = planes;
+            if (!o_.bytes) o.bytes = 1000000;
+            o.deadline_us = (o_.deadline_ms > 0 ? o_.deadline_ms : 200) * 1000;
+            const auto flows = fabric::shifted_flows(o.fabric.hosts, o_.per_host, o.bytes, o.start_us);
+            for (Transport t : transports_at(single_loss())) {
+                Row row{"planes", run_one(t, o, flows, single_loss(), std::to_string(planes) + " planes"), 0, 0, -1, 0};
+                const auto& r = row.run.result;
+                // The time every host needs to send its per_host flows at the line rate of all its planes.
+                row.run.ideal_fct_us = double(o_.per_host) * double(o.bytes) * 8 / (o.fabric.rate_gbps * 1e3 * planes);
+                row.goodput_gbps = goodput_by_deadline(r);
+                tbps[fabric::transport_name(t)][planes] = row.goodput_gbps / 1000;
+                std::vector<double> fcts = done_fcts(r);
+                const double wall = std::max(r.wall_s, 1e-9);
+                cells.push_back({std::to_string(planes), fabric::transport_name(t), std::to_string(flows.size()),
+                                 fmt(row.goodput_gbps / 1000, 2),
+                                 fmt(double(o.fabric.hosts) * planes * o.fabric.rate_gbps / 1000, 1),
+                                 fmt(fabric::percentile(fcts, 0.5)), fmt(fabric::percentile(fcts, 0.99)),
+                                 fmt(fabric::percentile(fcts, 1)), fmt(row.run.ideal_fct_us),
+                                 std::to_string(r.done()) + "/" + std::to_string(r.flows.size()), fmt(wall, 1),
+                                 fmt(double(r.events) / wall / 1e6, 2), fmt(double(r.bytes_per_connection) / 1024, 1),
+                                 fmt(double(r.peak_rss_bytes) / 1e6, 0)});
+                rows_.push_back(std::move(row));
+            }
+        }
+        std::cout << "planes: " << (o_.hosts ? o_.hosts : 128) << " hosts, each sending to the next " << o_.per_host
+                  << " (one connection and one flow of " << (o_.bytes ? o_.bytes : 1000000)
+                  << " B each), all at once; Tb/s = all bytes / time to the last finish; line = hosts x planes x "
+                     "rate; ideal = a host's bytes at the line rate of all its planes\n";
+        print_table({"planes", "transport", "conns", "Tb/s", "line", "FCT p50", "p99", "max", "ideal", "done", "wall s",
+                     "M ev/s", "KB/conn", "RSS MB"},
+                    cells);
+        if (counts.size() >= 2) {
+            const uint32_t lo = counts.front(), hi = counts.back();
+            for (const auto& [name, by] : tbps) {
+                if (!by.count(lo) || !by.count(hi) || by.at(lo) <= 0) continue;
+                const double ratio = by.at(hi) / by.at(lo);
+                std::cout << name << ": " << hi << " planes / " << lo << " planes = " << fmt(ratio, 3) << "x\n";
+                plane_ratios_[name] = ratio;
+            }
+        }
+    }
+
+    // One plane of a multi-plane fabric goes dark while a permutation runs below the receivers' line
+    // rate (--load: mroce's receivers grant that fraction [R-FS-1]), then comes back. Per plane: what
+    // the hosts received and handed to their NICs, over time.
+    void scenario_plane_failure() {
+        fabric::ScenarioOptions o = base_;
+        o.fabric.hosts = o_.hosts ? o_.hosts : 32;
+        if (o_.planes == 1) o.fabric.planes = 4;  // the scenario needs planes; --planes overrides
+        o.fabric.plane_window_us = 20;
+        o.fabric.failures = {fabric::Failure{o_.fail_us, o_.back_us > 0 ? o_.back_us : -1, 0, -1}};
+        o.mroce.capacity_fraction = o_.load;
+        if (!o_.bytes) o.bytes = 80000000;
+        o.deadline_us = (o_.deadline_ms > 0 ? o_.deadline_ms : 50) * 1000;
+        const auto flows = fabric::permutation_flows(o.fabric.hosts, o.bytes, o.start_us, o_.seed);
+        const double base_rtt = fabric::Fabric::max_rtt_us(o.fabric, o.mroce.offer.max_payload + 100);
+        const double back = o_.back_us > 0 ? o_.back_us : 1e300;
+        std::vector<std::vector<std::string>> cells;
+        for (Transport t : transports_at(single_loss())) {
+            if (lossless(t)) {
+                std::cerr << "mroce fabric: " << fabric::transport_name(t)
+                          << " skipped: PFC runs without failures (a lost XON pauses a port for good)\n";
+                continue;
+            }
+            Row row{"plane-failure", run_one(t, o, flows, single_loss(), "plane failure"), 0, 0, -1, base_rtt};
+            const auto& r = row.run.result;
+            const auto f = fabric::plane_failure_figures(r, 0, o_.fail_us, back);
+            row.goodput_gbps = f.during_gbps;
+            auto us_rtt = [&](double us) {
+                return us < 0 ? std::string("never") : fmt(us, 0) + " (" + fmt(us / base_rtt, 1) + " RTT)";
+            };
+            cells.push_back({fabric::transport_name(t), fmt(f.before_gbps, 0), fmt(f.during_gbps, 0),
+                             us_rtt(f.moved_us), us_rtt(f.dead_tx_us), fmt(f.plane_before_gbps, 0),
+                             o_.back_us > 0 ? fmt(f.plane_after_gbps, 0) : "-",
+                             o_.back_us > 0 ? us_rtt(f.returned_us) : "-",
+                             std::to_string(r.done()) + "/" + std::to_string(r.flows.size()), fmt(r.max_fct_us(), 0)});
+            plane_figures_.push_back({fabric::transport_name(t), f, base_rtt});
+            if (o_.plots) {
+                std::string data;
+                size_t windows = 0;
+                for (const auto& p : f.rx_gbps) windows = std::max(windows, p.size());
+                for (size_t w = 0; w < windows; ++w) {
+                    data += fmt((double(w) + 0.5) * f.window_us, 1);
+                    for (const auto& p : f.rx_gbps) data += " " + fmt(w < p.size() ? p[w] : 0.0, 1);
+                    data += "\n";
+                }
+                const std::string name = std::string("plane_failure_") + fabric::transport_name(t);
+                std::string plot = "set title 'plane 0 fails at " + fmt(o_.fail_us, 0) + " us" +
+                                   (o_.back_us > 0 ? ", back at " + fmt(o_.back_us, 0) + " us" : std::string()) + ", " +
+                                   fabric::transport_name(t) +
+                                   "'\nset xlabel 'simulated time (us)'\nset ylabel 'delivered (Gb/s)'\n"
+                                   "set arrow from " +
+                                   fmt(o_.fail_us, 0) + ", graph 0 to " + fmt(o_.fail_us, 0) +
+                                   ", graph 1 nohead dt 2\n";
+                if (o_.back_us > 0)
+                    plot += "set arrow from " + fmt(o_.back_us, 0) + ", graph 0 to " + fmt(o_.back_us, 0) +
+                            ", graph 1 nohead dt 2\n";
+                plot += "plot ";
+                for (size_t p = 0; p < f.rx_gbps.size(); ++p)
+                    plot += std::string(p ? ", " : "") + "'" + dat_path(name) + "' using 1:" + std::to_string(p + 2) +
+                            " with lines title 'plane " + std::to_string(p) + "'";
+                add_plot(name, data, plot + "\n");
+            }
+            rows_.push_back(std::move(row));
+        }
+        std::cout << "plane failure: " << o.fabric.hosts << " hosts, " << o.fabric.planes << " planes, permutation of "
+                  << o.bytes << " B flows, mroce receivers grant " << fmt(o_.load * 100, 0)
+                  << "% of their line rate; plane 0 dark from " << fmt(o_.fail_us, 0) << " us"
+                  << (o_.back_us > 0 ? " to " + fmt(o_.back_us, 0) + " us" : std::string(" on"))
+                  << "; Gb/s = delivered to all hosts (20 us windows, until the first flow ends); moved = from the "
+                     "failure until the total stays >= 95% of before; dead tx = last bytes handed to plane 0 after "
+                     "the failure; returned = from the return until plane 0 carries half its share\n";
+        print_table({"transport", "before Gb/s", "during", "moved after us", "dead tx until us", "plane0 before",
+                     "after", "returned after us", "done", "max FCT"},
+                    cells);
+    }
+
     void scenario_anchors() {
         // The published setups: 3-tier fat tree, 100 Gb/s, 1 us per link, 2 MB flows from t=0.
         base_.fabric.topology = fabric::Topology::FatTree;
@@ -590,6 +760,13 @@ private:
     fabric::ScenarioOptions base_;
     std::vector<Row> rows_;
     std::vector<std::string> plots_;
+    struct PlaneFigures {
+        std::string transport;
+        fabric::PlaneFailureFigures f;
+        double base_rtt_us;
+    };
+    std::vector<PlaneFigures> plane_figures_;
+    std::map<std::string, double> plane_ratios_;  // planes: transport -> throughput ratio
     json anchors_;
 };
 
@@ -598,7 +775,8 @@ private:
 Runner add_fabric(CLI::App& app, const GlobalOptions& global) {
     auto* sub = app.add_subcommand("fabric", "Run the engine and RoCEv2 baselines in an ns-3 datacenter fabric");
     auto o = std::make_shared<FabricCliOptions>();
-    sub->add_option("scenario", o->scenario, "loss | incast | permutation | anchors")->required();
+    sub->add_option("scenario", o->scenario, "loss | incast | permutation | anchors | planes | plane-failure")
+        ->required();
     sub->add_option("--hosts", o->hosts, "Hosts (default: loss 16, permutation 128, incast N+1)");
     sub->add_option("--planes", o->planes, "Planes: one NIC port per plane per host")
         ->capture_default_str()
@@ -619,6 +797,20 @@ Runner add_fabric(CLI::App& app, const GlobalOptions& global) {
     sub->add_option("--bytes", o->bytes, "Bytes per flow (default: loss 16000000, others 2000000)")
         ->check(CLI::Range(uint64_t(1), uint64_t(1) << 31));
     sub->add_option("--seed", o->seed, "Seed (routes, loss, permutation)")->capture_default_str();
+    sub->add_option("--plane-counts", o->plane_counts, "planes: the plane counts compared (default 4,8)")
+        ->delimiter(',')
+        ->check(CLI::Range(1u, 16u));
+    sub->add_option("--per-host", o->per_host, "planes: connections each host opens")
+        ->capture_default_str()
+        ->check(CLI::Range(1u, 100000u));
+    sub->add_option("--load", o->load, "plane-failure: mroce receivers grant this fraction of their line rate")
+        ->capture_default_str();
+    sub->add_option("--fail-us", o->fail_us, "plane-failure: plane 0 goes dark at this simulated time (us)")
+        ->capture_default_str()
+        ->check(CLI::NonNegativeNumber);
+    sub->add_option("--back-us", o->back_us, "plane-failure: and comes back at this time (us; 0: never)")
+        ->capture_default_str()
+        ->check(CLI::NonNegativeNumber);
     sub->add_option("--rto-min-us", o->rto_min_us, "mroce RTO_MIN (us) [R-RTO-3]")
         ->capture_default_str()
         ->check(CLI::Range(1u, 1000000u));

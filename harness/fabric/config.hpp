@@ -21,11 +21,12 @@ struct EcnMarking {
 };
 
 // A link, or every link of a plane, goes dark at a given time (frames sent on it are lost; routes do
-// not change, as with a silent blackhole that ECMP keeps using).
+// not change, as with a silent blackhole that ECMP keeps using), and may come back later.
 struct Failure {
     double at_us = 0;
-    int plane = -1;  // every link of this plane, or
-    int link = -1;   // one link by its index in Fabric::links() (host links first)
+    double until_us = -1;  // the link or plane comes back at this time (-1: never)
+    int plane = -1;        // every link of this plane, or
+    int link = -1;         // one link by its index in Fabric::links() (host links first)
 };
 
 struct FabricConfig {
@@ -45,6 +46,9 @@ struct FabricConfig {
     uint32_t pfc_xoff_bytes = 256 * 1024;
     uint32_t pfc_xon_bytes = 128 * 1024;
     std::vector<Failure> failures;
+    // Per-plane time series (FabricStats::plane_rx_bytes / plane_tx_bytes) in windows of this length;
+    // 0: none.
+    double plane_window_us = 0;
     uint64_t seed = 1;
 };
 

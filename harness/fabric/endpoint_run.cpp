@@ -87,6 +87,7 @@ public:
         book_.run(result_);
         result_.transport = name_;
         result_.fabric = fabric_.stats();
+        result_.plane_window_us = fabric_.config().plane_window_us;
         result_.watched_port = fabric_.port_to_host(watch_host_, 0);
         // The endpoints' last memory comparison (lockstep) happens as they are destroyed: before return.
         digests_.clear();

@@ -92,6 +92,16 @@ struct Fabric::Impl {
     uint32_t fat_tree_k = 0;
     int64_t next_stream = 1;
     uint64_t link_losses = 0, frames_sent = 0, frames_delivered = 0;
+    std::vector<std::vector<uint64_t>> plane_rx, plane_tx;
+    // Adds `bytes` to the window of the current time in series[plane] (with plane_window_us).
+    void count_plane(std::vector<std::vector<uint64_t>>& series, uint32_t plane, uint64_t bytes) {
+        if (config.plane_window_us <= 0) return;
+        if (series.size() < config.planes) series.resize(config.planes);
+        const size_t w = size_t(double(ns3::Simulator::Now().GetNanoSeconds()) / 1000.0 / config.plane_window_us);
+        auto& s = series[plane];
+        if (s.size() <= w) s.resize(w + 1, 0);
+        s[w] += bytes;
+    }
 };
 
 Fabric::Fabric(const FabricConfig& config) : config_(config), impl_(std::make_unique<Impl>(config_)) {
@@ -145,13 +155,18 @@ void Fabric::Impl::build() {
             host.devices[p]->SetReceiveCallback(ns3::MakeCallback(&Impl::host_rx, this).Bind(h, p));
         }
     }
-    // Failures: a dark link loses every frame from its time on.
+    // Failures: a dark link loses every frame from its time on, until it comes back.
     for (const Failure& f : config.failures) {
         for (size_t i = 0; i < links.size(); ++i) {
             const LinkInfo& l = links[i];
             if (!(int(l.plane) == f.plane || int(i) == f.link)) continue;
-            for (auto em : {l.loss_a, l.loss_b})
+            const double loss = config.loss;
+            for (auto em : {l.loss_a, l.loss_b}) {
                 ns3::Simulator::Schedule(ns3::NanoSeconds(int64_t(f.at_us * 1000.0)), [em] { em->SetRate(1.0); });
+                if (f.until_us >= f.at_us)
+                    ns3::Simulator::Schedule(ns3::NanoSeconds(int64_t(f.until_us * 1000.0)),
+                                             [em, loss] { em->SetRate(loss); });
+            }
         }
     }
 }
@@ -262,6 +277,7 @@ void Fabric::Impl::build_plane(uint32_t plane) {
 
 void Fabric::host_send(uint32_t host, uint32_t plane, const uint8_t* frame, uint32_t len) {
     ++impl_->frames_sent;
+    impl_->count_plane(impl_->plane_tx, plane, len);
     impl_->hosts.at(host)->nics.at(plane)->enqueue(ns3::Create<ns3::Packet>(frame, len), -1);
 }
 
@@ -279,6 +295,7 @@ bool Fabric::Impl::host_rx(uint32_t host, uint32_t plane, Ptr<ns3::NetDevice>, P
         return true;
     }
     ++frames_delivered;
+    count_plane(plane_rx, plane, frame->GetSize());
     if (h.receiver) h.receiver(plane, PacketFrame(*frame));
     return true;
 }
@@ -333,6 +350,8 @@ FabricStats Fabric::stats() const {
     }
     for (const auto& h : impl_->hosts)
         for (const auto& nic : h->nics) s.queued_frames_now += nic->queued_frames();
+    s.plane_rx_bytes = impl_->plane_rx;
+    s.plane_tx_bytes = impl_->plane_tx;
     return s;
 }
 

@@ -55,6 +55,9 @@ struct FabricStats {
     uint64_t switch_bad_frames = 0;  // frames a switch could not route (not IPv4/UDP, unknown host)
     uint64_t max_queue_bytes = 0;    // over every switch port
     uint64_t queued_frames_now = 0;  // in any switch or NIC queue at the time of the call
+    // With FabricConfig::plane_window_us: bytes delivered to hosts ([plane][window]) and bytes hosts
+    // handed to their NIC port of each plane, by simulated time.
+    std::vector<std::vector<uint64_t>> plane_rx_bytes, plane_tx_bytes;
 };
 
 class Fabric {

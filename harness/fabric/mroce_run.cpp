@@ -92,6 +92,7 @@ public:
             result_.totals.host_rx_drops += hf.host->rx_ring_drops();
         }
         result_.fabric = fabric_.stats();
+        result_.plane_window_us = fabric_.config().plane_window_us;
         result_.watched_port = fabric_.port_to_host(watch_host_, 0);
         return std::move(result_);
     }

@@ -61,6 +61,7 @@ public:
             result_.totals.rate_cuts += c.rate_cuts;
         }
         result_.fabric = fabric_.stats();
+        result_.plane_window_us = fabric_.config().plane_window_us;
         result_.watched_port = fabric_.port_to_host(watch_host_, 0);
         return std::move(result_);
     }

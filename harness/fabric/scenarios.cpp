@@ -47,6 +47,14 @@ std::vector<FlowSpec> permutation_flows(uint32_t hosts, uint64_t bytes, double s
     return flows;
 }
 
+std::vector<FlowSpec> shifted_flows(uint32_t hosts, uint32_t per_host, uint64_t bytes, double start_us) {
+    if (per_host >= hosts) throw std::invalid_argument("fabric: more flows per host than other hosts");
+    std::vector<FlowSpec> flows;
+    for (uint32_t h = 0; h < hosts; ++h)
+        for (uint32_t k = 1; k <= per_host; ++k) flows.push_back({h, (h + k) % hosts, bytes, start_us});
+    return flows;
+}
+
 std::vector<FlowSpec> incast_flows(uint32_t senders, uint64_t bytes, double start_us) {
     std::vector<FlowSpec> flows;
     for (uint32_t s = 1; s <= senders; ++s) flows.push_back({s, 0, bytes, start_us});
@@ -145,6 +153,75 @@ TransportRun run_transport(Transport t, const ScenarioOptions& o, const std::vec
     }
     run.hosts = fc.hosts;
     return run;
+}
+
+}  // namespace mroce::fabric
+
+namespace mroce::fabric {
+
+PlaneFailureFigures plane_failure_figures(const RunResult& r, uint32_t plane, double fail_us, double back_us) {
+    PlaneFailureFigures f;
+    f.window_us = r.plane_window_us;
+    f.fail_us = fail_us;
+    f.back_us = back_us;
+    if (f.window_us <= 0) return f;
+    const double to_gbps = 8.0 / (f.window_us * 1e3);
+    auto series = [&](const std::vector<std::vector<uint64_t>>& bytes) {
+        std::vector<std::vector<double>> out;
+        for (const auto& p : bytes) {
+            out.emplace_back();
+            for (uint64_t b : p) out.back().push_back(double(b) * to_gbps);
+        }
+        return out;
+    };
+    f.rx_gbps = series(r.fabric.plane_rx_bytes);
+    f.tx_gbps = series(r.fabric.plane_tx_bytes);
+    f.start_us = 1e300;
+    f.end_us = 1e300;
+    for (const FlowOutcome& fo : r.flows) {
+        f.start_us = std::min(f.start_us, fo.spec.start_us);
+        if (fo.done) f.end_us = std::min(f.end_us, fo.finish_us);
+    }
+    if (f.end_us == 1e300) f.end_us = r.sim_end_us;
+    size_t windows = 0;
+    for (const auto& p : f.rx_gbps) windows = std::max(windows, p.size());
+    auto at = [](const std::vector<std::vector<double>>& s, size_t p, size_t w) {
+        return p < s.size() && w < s[p].size() ? s[p][w] : 0.0;
+    };
+    auto total = [&](size_t w) {
+        double sum = 0;
+        for (size_t p = 0; p < f.rx_gbps.size(); ++p) sum += at(f.rx_gbps, p, w);
+        return sum;
+    };
+    // Mean of fn(w) over the whole windows inside [from, to).
+    auto mean = [&](double from, double to, auto fn) {
+        double sum = 0;
+        int n = 0;
+        for (size_t w = size_t(std::ceil(from / f.window_us)); (double(w) + 1) * f.window_us <= to && w < windows; ++w)
+            sum += fn(w), ++n;
+        return n ? sum / n : 0.0;
+    };
+    const double until = std::min(back_us, f.end_us);
+    f.before_gbps = mean(f.start_us + 50, fail_us, total);
+    f.during_gbps = mean(fail_us, until, total);
+    f.plane_before_gbps = mean(f.start_us + 50, fail_us, [&](size_t w) { return at(f.rx_gbps, plane, w); });
+    if (back_us < f.end_us)
+        f.plane_after_gbps = mean(back_us, f.end_us, [&](size_t w) { return at(f.rx_gbps, plane, w); });
+    // Moved: the last window (failure .. until) below 0.95 x before; the aggregate is back after it.
+    const size_t w_fail = size_t(fail_us / f.window_us), w_until = size_t(until / f.window_us);
+    double last_low = -1;
+    for (size_t w = w_fail; w < w_until && w < windows; ++w)
+        if (total(w) < 0.95 * f.before_gbps) last_low = double(w + 1) * f.window_us;
+    if (w_until > w_fail) f.moved_us = last_low < 0 ? 0 : last_low - fail_us;
+    for (size_t w = w_fail + 1; w < w_until && w < windows; ++w)
+        if (at(f.tx_gbps, plane, w) > 0) f.dead_tx_us = double(w + 1) * f.window_us - fail_us;
+    if (back_us < f.end_us)
+        for (size_t w = size_t(back_us / f.window_us); (double(w) + 1) * f.window_us <= f.end_us && w < windows; ++w)
+            if (at(f.rx_gbps, plane, w) >= 0.5 * f.plane_before_gbps) {
+                f.returned_us = double(w + 1) * f.window_us - back_us;
+                break;
+            }
+    return f;
 }
 
 }  // namespace mroce::fabric

@@ -49,6 +49,9 @@ struct TransportRun {
 
 // A random permutation (a derangement, seeded): host i sends to perm[i].
 std::vector<FlowSpec> permutation_flows(uint32_t hosts, uint64_t bytes, double start_us, uint64_t seed);
+// Every host sends to the next `per_host` hosts (i -> i+1 .. i+per_host, mod hosts): hosts x per_host
+// connections, each host sending and receiving per_host flows.
+std::vector<FlowSpec> shifted_flows(uint32_t hosts, uint32_t per_host, uint64_t bytes, double start_us);
 // senders hosts 1..n send to host 0.
 std::vector<FlowSpec> incast_flows(uint32_t senders, uint64_t bytes, double start_us);
 
@@ -65,5 +68,22 @@ void compute_fairness(TransportRun& run);
 double mean_jain(const TransportRun& run);
 
 double percentile(std::vector<double> values, double p);
+
+// Plane failure: what each plane carried around a plane's failure and return (FabricConfig::failures,
+// plane_window_us). Times are simulated µs; durations are counted from the failure (moved, dead_tx)
+// or from the return (returned); -1 when it never happened in the run. Only the windows before the
+// first flow finished count, so that the flows' ends are not taken for the failure's effects.
+struct PlaneFailureFigures {
+    double window_us = 0;
+    std::vector<std::vector<double>> rx_gbps, tx_gbps;          // [plane][window]: delivered to hosts, handed to NICs
+    double start_us = 0, fail_us = 0, back_us = 0, end_us = 0;  // flows' start, failure, return, first finish
+    double before_gbps = 0;   // aggregate delivered, mean over the windows from start + 50 us to the failure
+    double during_gbps = 0;   // the same from the failure to the return
+    double moved_us = -1;     // first window end from which the aggregate stays >= 0.95 x before, until the return
+    double dead_tx_us = -1;   // last window end (before the return) in which hosts handed bytes to the dead plane
+    double returned_us = -1;  // first window end at which the dead plane carries half its share before the failure
+    double plane_before_gbps = 0, plane_after_gbps = 0;  // the dead plane before the failure, after its return
+};
+PlaneFailureFigures plane_failure_figures(const RunResult& r, uint32_t plane, double fail_us, double back_us);
 
 }  // namespace mroce::fabric

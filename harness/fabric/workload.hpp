@@ -56,6 +56,7 @@ struct RunResult {
     std::vector<std::vector<uint64_t>> bins;
     double window_us = 100;
     FabricStats fabric;
+    double plane_window_us = 0;  // FabricConfig::plane_window_us of the run (fabric.plane_rx_bytes ...)
     PortStats watched_port;
     TransportTotals totals;
     double sim_end_us = 0, wall_s = 0;
