@@ -4,9 +4,9 @@
 // frames go to the NIC port of the plane their route hashes to (impair::ecmp_link, as MroceHost and
 // the DPDK ports do), everything else goes to the run's callback.
 //
-// The model and the engine speak the same events and actions here, so one fabric run with each gives
-// two action streams that must be equal, frame for frame: the model as a cross-check of the engine on
-// small runs of real fabric conditions (queues, CE marks, drops, reordering across paths).
+// The model and the engine speak the same events and actions here, so both run in the fabric, alone
+// or in lockstep (fabric/endpoints.hpp): the model as a cross-check of the engine on small runs of
+// real fabric conditions (queues, CE marks, drops, reordering across paths).
 #pragma once
 
 #include <cstdint>
@@ -34,9 +34,6 @@ public:
 
     harness::SimEndpoint& endpoint() { return *endpoint_; }
     uint32_t host() const noexcept { return host_; }
-    // FNV-1a over every frame this host sent, in order (the cross-check compares them).
-    uint64_t sent_digest() const noexcept { return digest_; }
-    uint64_t frames_sent() const noexcept { return frames_; }
 
     std::function<void(EndpointHost&, const model::Action&)> on_action;
     // Every frame that reaches this host, before the endpoint sees it: (source host, frame bytes).
@@ -50,8 +47,6 @@ private:
     uint32_t host_;
     std::unique_ptr<harness::SimEndpoint> endpoint_;
     sim::Timer timer_;
-    uint64_t digest_ = 0xcbf29ce484222325ull;
-    uint64_t frames_ = 0;
 };
 
 }  // namespace mroce::fabric

@@ -90,12 +90,7 @@ public:
         result_.plane_window_us = fabric_.config().plane_window_us;
         result_.watched_port = fabric_.port_to_host(watch_host_, 0);
         // The endpoints' last memory comparison (lockstep) happens as they are destroyed: before return.
-        digests_.clear();
-        for (auto& h : hosts_) {
-            digests_.push_back(h ? h->sent_digest() : 0);
-            h.reset();
-        }
-        result_.host_digests = digests_;
+        for (auto& h : hosts_) h.reset();
         return std::move(result_);
     }
 
@@ -176,7 +171,6 @@ private:
     std::vector<Flow> flows_;
     std::vector<std::unique_ptr<EndpointHost>> hosts_;
     std::map<uint32_t, uint32_t> source_lkey_;
-    std::vector<uint64_t> digests_;
     size_t resolved_ = 0;
     uint32_t watch_host_;
     std::string name_;

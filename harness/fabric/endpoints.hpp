@@ -21,7 +21,7 @@ using EndpointMaker = std::function<std::unique_ptr<harness::SimEndpoint>(const 
 model::Config endpoint_config(const FabricConfig& fabric, const MroceHostOptions& options, uint32_t host);
 
 // Runs `flows` with an endpoint from `make` in every host that sends or receives. RunResult::transport
-// is `name`; RunResult::host_digests has each host's digest of the frames it sent.
+// is `name`.
 RunResult run_endpoints(const FabricConfig& fabric, const MroceHostOptions& host, const std::vector<FlowSpec>& flows,
                         const RunOptions& options, const EndpointMaker& make, const std::string& name);
 

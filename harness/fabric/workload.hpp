@@ -65,9 +65,8 @@ struct RunResult {
     uint64_t bytes_per_host = 0;        // transport state per host (preallocated)
     uint64_t bytes_per_connection = 0;  // transport state per connection
     uint64_t peak_rss_bytes = 0;
-    // Harness endpoints (fabric/endpoints.hpp): each host's digest of the frames it sent, and for a
-    // lockstep run the first divergence of engine from model ("" if none) and the steps compared.
-    std::vector<uint64_t> host_digests;
+    // A lockstep run (fabric/endpoints.hpp): the first divergence of engine from model ("" if none)
+    // and the steps compared.
     std::string divergence;
     uint64_t lockstep_steps = 0;
 
