@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "command.hpp"
+#include "fabric/collective.hpp"
 #include "fabric/fabric.hpp"
 #include "fabric/scenarios.hpp"
 
@@ -44,9 +45,17 @@ struct FabricCliOptions {
     uint32_t paths = 32;
     uint32_t window_cap = 8;
     uint32_t rto_min_us = 100;
-    double load = 0.6;      // plane-failure: each receiver grants this fraction of its line rate
-    double fail_us = 400;   // plane-failure: plane 0 goes dark at this simulated time
-    double back_us = 1400;  // and comes back at this one (0: never)
+    double load = 0.6;                  // plane-failure: each receiver grants this fraction of its line rate
+    double fail_us = 400;               // plane-failure: plane 0 goes dark at this simulated time
+    double back_us = 1400;              // and comes back at this one (0: never)
+    std::string op = "allreduce";       // collective: allreduce | alltoall
+    std::vector<std::string> algos;     // collective, allreduce: ring, hd (default both)
+    double min_mib = 1, max_mib = 256;  // collective: sizes, doubling
+    uint32_t channels = 0;              // collective: 0 = planes
+    uint32_t warmup = 1;                // collective: untimed iterations first
+    double grant = 1;                   // mroce receivers share out this fraction of their line rate [R-FS-1]
+    uint32_t fs_interval_us = 50;       // mroce FS_INTERVAL [R-FS-3]
+    uint32_t hint_ttl_us = 1000;        // mroce HINT_TTL [R-CC-6]
     uint32_t queue_kb = 1024;
     uint32_t ecn_kb = 100;
     std::vector<std::string> transports;
@@ -62,6 +71,7 @@ struct Row {
     uint32_t senders = 0;
     double goodput_gbps = 0, kept = -1;
     double base_rtt_us = 0;
+    uint32_t wrong_hosts = 0;  // collective: hosts whose result is not the expected one
 };
 
 double goodput_by_deadline(const fabric::RunResult& r) {
@@ -109,11 +119,16 @@ json row_json(const Row& row) {
     const auto& r = row.run.result;
     std::vector<double> fcts = done_fcts(r);
     const double jain_mean = fabric::mean_jain(row.run);
+    // Up to five flows that did not complete verified, those that did not complete first (a wrong
+    // byte downstream of a lost step is the step's doing).
     json failures = json::array();
-    for (const auto& f : r.flows)
-        if (!(f.done && f.verified) && failures.size() < 5)
-            failures.push_back(std::to_string(f.spec.src) + "->" + std::to_string(f.spec.dst) + ": " +
-                               (f.done ? std::string("bytes differ") : f.error));
+    for (bool done : {false, true})
+        for (size_t i = 0; i < r.flows.size(); ++i) {
+            const auto& f = r.flows[i];
+            if (f.done != done || (f.done && f.verified) || failures.size() >= 5) continue;
+            failures.push_back("flow " + std::to_string(i) + " " + std::to_string(f.spec.src) + "->" +
+                               std::to_string(f.spec.dst) + ": " + (f.done ? std::string("bytes differ") : f.error));
+        }
     const double wall = std::max(r.wall_s, 1e-9);
     return json{{"scenario", row.scenario},
                 {"transport", fabric::transport_name(row.run.transport)},
@@ -123,6 +138,7 @@ json row_json(const Row& row) {
                 {"flows", r.flows.size()},
                 {"flows_done", r.done()},
                 {"all_verified", r.all_verified()},
+                {"wrong_hosts", row.wrong_hosts},
                 {"failures", failures},
                 {"goodput_gbps", row.goodput_gbps},
                 {"kept", row.kept < 0 ? json(nullptr) : json(row.kept)},
@@ -200,6 +216,8 @@ public:
                 scenario_planes();
             else if (o_.scenario == "plane-failure")
                 scenario_plane_failure();
+            else if (o_.scenario == "collective")
+                scenario_collective();
             else
                 scenario_anchors();
         } catch (const std::exception& e) {
@@ -211,6 +229,7 @@ public:
         bool agreed = true;
         for (const Row& r : rows_) {
             if (fabric::is_mroce(r.run.transport) && !r.run.result.all_verified()) pass = false;
+            if (fabric::is_mroce(r.run.transport) && r.wrong_hosts > 0) pass = false;
             if (!r.run.result.divergence.empty()) {
                 agreed = false;
                 std::cout << "FAIL: the engine diverged from the model (" << label_of(r) << "):\n"
@@ -228,6 +247,7 @@ public:
                    {"plots", plots_},         {"config", config_json()}};
             if (!anchors_.is_null()) j["anchors"] = anchors_;
             if (!plane_ratios_.empty()) j["plane_ratio"] = plane_ratios_;
+            if (!collective_.empty()) j["collective"] = collective_;
             if (!plane_figures_.empty()) {
                 json pf = json::array();
                 for (const auto& p : plane_figures_)
@@ -264,7 +284,8 @@ private:
         c << "mroce fabric " << o_.scenario << " --seed " << o_.seed << " --planes " << o_.planes << " --rate "
           << o_.rate_gbps << " --delay-us " << o_.delay_us << " --topology " << o_.topology << " --paths " << o_.paths
           << " --window-cap " << o_.window_cap << " --rto-min-us " << o_.rto_min_us << " --queue-kb " << o_.queue_kb
-          << " --ecn-kb " << o_.ecn_kb;
+          << " --ecn-kb " << o_.ecn_kb << " --grant " << o_.grant << " --fs-interval-us " << o_.fs_interval_us
+          << " --hint-ttl-us " << o_.hint_ttl_us;
         if (o_.hosts) c << " --hosts " << o_.hosts;
         if (o_.topology == "leaf-spine") c << " --hosts-per-leaf " << o_.hosts_per_leaf;
         if (o_.bytes) c << " --bytes " << o_.bytes;
@@ -280,15 +301,35 @@ private:
         list("--senders", o_.senders);
         list("--plane-counts", o_.plane_counts);
         if (o_.scenario == "planes") c << " --per-host " << o_.per_host;
+        if (o_.scenario == "collective") {
+            c << " --op " << o_.op << " --min-mib " << o_.min_mib << " --max-mib " << o_.max_mib;
+            if (o_.channels) c << " --channels " << o_.channels;
+            c << " --warmup " << o_.warmup;
+            list("--algos", o_.algos);
+        }
         list("--transports", o_.transports);
         return c.str();
     }
 
     bool parse() {
-        const std::set<std::string> scenarios{"loss", "incast", "permutation", "anchors", "planes", "plane-failure"};
+        const std::set<std::string> scenarios{"loss",   "incast",        "permutation", "anchors",
+                                              "planes", "plane-failure", "collective"};
         if (!scenarios.count(o_.scenario)) {
             std::cerr << "mroce fabric: unknown scenario '" << o_.scenario
-                      << "' (loss, incast, permutation, anchors, planes, plane-failure)\n";
+                      << "' (loss, incast, permutation, anchors, planes, plane-failure, collective)\n";
+            return false;
+        }
+        if (o_.op != "allreduce" && o_.op != "alltoall") {
+            std::cerr << "mroce fabric: --op must be allreduce or alltoall, not '" << o_.op << "'\n";
+            return false;
+        }
+        for (const std::string& a : o_.algos)
+            if (a != "ring" && a != "hd") {
+                std::cerr << "mroce fabric: --algos takes ring and hd, not '" << a << "'\n";
+                return false;
+            }
+        if (!(o_.min_mib > 0 && o_.min_mib <= o_.max_mib)) {
+            std::cerr << "mroce fabric: --min-mib must be positive and at most --max-mib\n";
             return false;
         }
         if (!(o_.load > 0 && o_.load <= 1)) {
@@ -318,6 +359,9 @@ private:
         base_.mroce.offer.paths = uint16_t(o_.paths);
         base_.mroce.offer.window_cap = uint16_t(o_.window_cap);
         base_.mroce.rto_min_us = o_.rto_min_us;
+        base_.mroce.capacity_fraction = o_.grant;
+        base_.mroce.fs_interval_us = o_.fs_interval_us;
+        base_.mroce.hint_ttl_us = o_.hint_ttl_us;
         base_.transports.clear();
         const std::map<std::string, Transport> names{{"mroce", Transport::Mroce},
                                                      {"rocev2-gbn", Transport::RoceGbn},
@@ -620,6 +664,148 @@ private:
         }
     }
 
+    // A collective on every host (64 hosts, 8 planes by default), sizes doubling from --min-mib to
+    // --max-mib, each transport at each --loss (default 0 and 1 %); the table is shaped like
+    // nccl-tests' (size count type redop time algbw busbw), busbw also as a fraction of a host's line
+    // rate (all planes). Every host's result is checked against the expected one.
+    void scenario_collective() {
+        fabric::ScenarioOptions o = base_;
+        o.fabric.hosts = o_.hosts ? o_.hosts : 64;
+        if (o_.planes == 1) o.fabric.planes = 8;  // the scenario is about planes; --planes overrides
+        const uint32_t channels = o_.channels ? o_.channels : o.fabric.planes;
+        o.mroce.offer.streams = uint16_t(std::min<uint32_t>(channels, 64));
+        o.deadline_us = (o_.deadline_ms > 0 ? o_.deadline_ms : 2000) * 1000;
+        o.start_us = 0;
+        std::vector<fabric::CollectiveAlgo> algos;
+        if (o_.op == "alltoall")
+            algos = {fabric::CollectiveAlgo::AllToAll};
+        else
+            for (const std::string& a : o_.algos.empty() ? std::vector<std::string>{"ring", "hd"} : o_.algos)
+                algos.push_back(a == "ring" ? fabric::CollectiveAlgo::RingAllReduce
+                                            : fabric::CollectiveAlgo::HalvingDoublingAllReduce);
+        const std::vector<double> losses = o_.loss_pct.empty() ? std::vector<double>{0, 1} : o_.loss_pct;
+        const double link_gbytes = o.fabric.rate_gbps * o.fabric.planes / 8;  // a host's line rate, GB/s
+        const uint64_t available = available_memory_bytes();
+        std::vector<std::vector<std::string>> cells;
+        for (fabric::CollectiveAlgo algo : algos)
+            for (double mib = o_.min_mib; mib <= o_.max_mib * 1.0001; mib *= 2) {
+                const uint64_t unit = 4ull * o.fabric.hosts * channels;
+                const uint64_t size = std::max<uint64_t>(unit, uint64_t(mib * 1048576) / unit * unit);
+                const uint64_t need = fabric::Collective::memory_bytes(algo, o.fabric.hosts, size);
+                if (available && need > available / 10 * 7) {
+                    std::cerr << "mroce fabric: " << fabric::collective_name(algo) << " " << size
+                              << " B skipped: its buffers need " << fmt(double(need) / (1u << 30), 1)
+                              << " GiB, this machine has " << fmt(double(available) / (1u << 30), 1)
+                              << " GiB available\n";
+                    cells.push_back({std::to_string(size), std::to_string(size / 4), "float",
+                                     o_.op == "alltoall" ? "none" : "sum", fabric::collective_name(algo), "-", "-",
+                                     "skipped: needs " + fmt(double(need) / (1u << 30), 1) + " GiB", "", "", "", "", "",
+                                     ""});
+                    continue;
+                }
+                for (double loss : losses)
+                    for (Transport t : transports_at(loss / 100)) {
+                        fabric::Collective coll(algo, o.fabric.hosts, size, channels, o_.seed, 1 + o_.warmup);
+                        fabric::ScenarioOptions oc = o;
+                        oc.data = &coll;
+                        Row row{"collective",
+                                run_one(t, oc, coll.flows(), loss / 100,
+                                        std::string(fabric::collective_name(algo)) + " " + std::to_string(size) + " B"),
+                                0,
+                                0,
+                                -1,
+                                0};
+                        row.wrong_hosts = coll.check();
+                        const auto& r = row.run.result;
+                        const bool complete = r.done() == r.flows.size();
+                        // The last iteration (nccl-tests time theirs after warm-up iterations), and the
+                        // first (cold connections: windows at INIT_CWND, no rate hint yet).
+                        const auto span = [&r](size_t from, size_t to) {
+                            double first = 1e300, last = 0;
+                            for (size_t f = from; f < to; ++f)
+                                first = std::min(first, r.flows[f].spec.start_us),
+                                last = std::max(last, r.flows[f].finish_us);
+                            return last > first ? last - first : 0.0;
+                        };
+                        const size_t timed = coll.first_timed_flow();
+                        const double time_us = span(timed, r.flows.size());
+                        const double cold_us = o_.warmup ? span(0, timed ? timed : r.flows.size()) : time_us;
+                        const double algbw = complete && time_us > 0 ? double(size) / (time_us * 1e3) : 0;  // GB/s
+                        const double busbw = algbw * coll.bus_factor();
+                        row.goodput_gbps = busbw * 8;
+                        cells.push_back({std::to_string(size), std::to_string(size / 4), "float",
+                                         o_.op == "alltoall" ? "none" : "sum", fabric::collective_name(algo),
+                                         fabric::transport_name(t), fmt(loss, 1),
+                                         complete ? fmt(time_us, 1) : "unfinished", fmt(algbw, 2), fmt(busbw, 2),
+                                         complete ? fmt(cold_us, 1) : "-", fmt(busbw / link_gbytes, 3),
+                                         std::to_string(row.wrong_hosts), fmt(r.wall_s, 1)});
+                        collective_.push_back({{"algorithm", fabric::collective_name(algo)},
+                                               {"transport", fabric::transport_name(t)},
+                                               {"loss_pct", loss},
+                                               {"bytes", size},
+                                               {"count", size / 4},
+                                               {"time_us", complete ? json(time_us) : json(nullptr)},
+                                               {"first_iteration_us", complete ? json(cold_us) : json(nullptr)},
+                                               {"warmup", o_.warmup},
+                                               {"algbw_gbytes", algbw},
+                                               {"busbw_gbytes", busbw},
+                                               {"busbw_of_line", busbw / link_gbytes},
+                                               {"wrong_hosts", row.wrong_hosts},
+                                               {"steps", r.flows.size()},
+                                               {"retransmissions", r.totals.retransmissions},
+                                               {"timeouts", r.totals.timeouts},
+                                               {"wall_s", r.wall_s}});
+                        rows_.push_back(std::move(row));
+                    }
+            }
+        std::cout << "collective: " << o_.op << ", " << o.fabric.hosts << " hosts, " << o.fabric.planes << " planes of "
+                  << o.fabric.rate_gbps << " Gb/s (line " << fmt(link_gbytes, 1) << " GB/s per host), " << channels
+                  << " channels; time: the last of " << 1 + o_.warmup
+                  << " iterations back to back, from its first step's start to its last step's arrival (cold: the "
+                     "first iteration, on fresh connections); algbw = size / time; busbw = algbw x "
+                  << (o_.op == "alltoall" ? "(n-1)/n" : "2(n-1)/n") << " (nccl-tests); wrong = hosts whose result "
+                  << "is not the expected one\n";
+        print_table({"size", "count", "type", "redop", "algo", "transport", "loss%", "time us", "algbw GB/s",
+                     "busbw GB/s", "cold us", "of line", "wrong", "wall s"},
+                    cells);
+        if (!o_.plots) return;
+        std::string data, plots;
+        int index = 0;
+        for (fabric::CollectiveAlgo algo : algos)
+            for (double loss : losses)
+                for (Transport t : transports_at(loss / 100)) {
+                    data += std::string("# ") + fabric::collective_name(algo) + " " + fabric::transport_name(t) + " " +
+                            fmt(loss, 1) + "%\n";
+                    for (const json& c : collective_)
+                        if (c["algorithm"] == fabric::collective_name(algo) &&
+                            c["transport"] == fabric::transport_name(t) && c["loss_pct"] == loss)
+                            data += fmt(double(c["bytes"].get<uint64_t>()) / 1048576, 3) + " " +
+                                    fmt(c["busbw_gbytes"].get<double>(), 3) + "\n";
+                    data += "\n\n";
+                    plots += std::string(index ? ", " : "") + "'" + dat_path("collective_busbw") + "' index " +
+                             std::to_string(index) + " with linespoints title '" + fabric::collective_name(algo) + " " +
+                             fabric::transport_name(t) + " " + fmt(loss, 1) + "%'";
+                    ++index;
+                }
+        add_plot("collective_busbw", data,
+                 "set title 'Bus bandwidth, " + o_.op + " on " + std::to_string(o.fabric.hosts) +
+                     " hosts'\nset xlabel 'size per host (MiB)'\nset ylabel 'busbw (GB/s)'\nset logscale x 2\n"
+                     "set key bottom right\nset yrange [0:" +
+                     fmt(link_gbytes * 1.1, 1) + "]\nplot " + plots + ", " + fmt(link_gbytes, 1) +
+                     " with lines dashtype 2 title 'line rate'\n");
+    }
+
+    // MemAvailable of /proc/meminfo (bytes), or 0 when it cannot be read.
+    static uint64_t available_memory_bytes() {
+        std::ifstream meminfo("/proc/meminfo");
+        std::string key;
+        uint64_t kib = 0;
+        std::string unit;
+        while (meminfo >> key >> kib >> unit)
+            if (key == "MemAvailable:") return kib * 1024;
+        return 0;
+    }
+
     // One plane of a multi-plane fabric goes dark while a permutation runs below the receivers' line
     // rate (--load: mroce's receivers grant that fraction [R-FS-1]), then comes back. Per plane: what
     // the hosts received and handed to their NICs, over time.
@@ -767,6 +953,7 @@ private:
     };
     std::vector<PlaneFigures> plane_figures_;
     std::map<std::string, double> plane_ratios_;  // planes: transport -> throughput ratio
+    json collective_ = json::array();             // collective: one object per (algorithm, transport, loss, size)
     json anchors_;
 };
 
@@ -775,7 +962,8 @@ private:
 Runner add_fabric(CLI::App& app, const GlobalOptions& global) {
     auto* sub = app.add_subcommand("fabric", "Run the engine and RoCEv2 baselines in an ns-3 datacenter fabric");
     auto o = std::make_shared<FabricCliOptions>();
-    sub->add_option("scenario", o->scenario, "loss | incast | permutation | anchors | planes | plane-failure")
+    sub->add_option("scenario", o->scenario,
+                    "loss | incast | permutation | anchors | planes | plane-failure | collective")
         ->required();
     sub->add_option("--hosts", o->hosts, "Hosts (default: loss 16, permutation 128, incast N+1)");
     sub->add_option("--planes", o->planes, "Planes: one NIC port per plane per host")
@@ -811,6 +999,30 @@ Runner add_fabric(CLI::App& app, const GlobalOptions& global) {
     sub->add_option("--back-us", o->back_us, "plane-failure: and comes back at this time (us; 0: never)")
         ->capture_default_str()
         ->check(CLI::NonNegativeNumber);
+    sub->add_option("--op", o->op, "collective: allreduce | alltoall")->capture_default_str();
+    sub->add_option("--algos", o->algos, "collective, allreduce: ring, hd (halving-doubling); default both")
+        ->delimiter(',');
+    sub->add_option("--min-mib", o->min_mib, "collective: the smallest size (MiB per host); sizes double")
+        ->capture_default_str()
+        ->check(CLI::PositiveNumber);
+    sub->add_option("--max-mib", o->max_mib, "collective: the largest size (MiB per host)")
+        ->capture_default_str()
+        ->check(CLI::PositiveNumber);
+    sub->add_option("--channels", o->channels, "collective: parallel rings / trees (default: one per plane)")
+        ->check(CLI::Range(1u, 64u));
+    sub->add_option("--warmup", o->warmup, "collective: untimed iterations before the timed one (nccl-tests' -w)")
+        ->capture_default_str()
+        ->check(CLI::Range(0u, 4u));
+    sub->add_option("--grant", o->grant,
+                    "mroce receivers share out this fraction of their line rate [R-FS-1] (plane-failure: --load)")
+        ->capture_default_str()
+        ->check(CLI::Range(0.001, 1000.0));
+    sub->add_option("--fs-interval-us", o->fs_interval_us, "mroce FS_INTERVAL: how often receivers recompute shares")
+        ->capture_default_str()
+        ->check(CLI::Range(1u, 100000u));
+    sub->add_option("--hint-ttl-us", o->hint_ttl_us, "mroce HINT_TTL: how long a sender keeps a rate hint")
+        ->capture_default_str()
+        ->check(CLI::Range(1u, 1000000u));
     sub->add_option("--rto-min-us", o->rto_min_us, "mroce RTO_MIN (us) [R-RTO-3]")
         ->capture_default_str()
         ->check(CLI::Range(1u, 1000000u));

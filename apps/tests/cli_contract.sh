@@ -124,6 +124,24 @@ want = o["data_packets"] + o["retransmissions"]
 assert a_data == want, f"A's data frames in the capture: {a_data}, sent: {want}"
 PY
 expect "perf loopback --pcap: every frame once, real MACs" $?
+# fabric collective (when the fabric is built): misuse gets one line and exit 2; a small run ends
+# with one JSON object whose every host holds the expected result.
+if "$bin" fabric --help >/dev/null 2>&1; then
+    for args in "fabric collective --op allgather" "fabric collective --algos tree" "fabric collective --min-mib 0"; do
+        read -r -a words <<<"$args"
+        check "bad: $args" 2 "$bin" "${words[@]}"
+        [ "$(printf '%s\n' "$err" | wc -l)" = 1 ]; expect "$args: one stderr line" $?
+    done
+    check fabric-collective-json 0 "$bin" --json fabric collective --hosts 8 --planes 2 --min-mib 0.25 \
+        --max-mib 0.25 --loss 0,1 --transports mroce --no-plots
+    printf '%s\n' "$out" | tail -n 1 | python3 -c '
+import json, sys
+o = json.loads(sys.stdin.read())
+rows = o["collective"]
+assert o["pass"] and len(rows) == 4, rows
+assert all(r["wrong_hosts"] == 0 and r["time_us"] > 0 for r in rows), rows'
+    expect "fabric collective --json: every host right, a row per algorithm and loss" $?
+fi
 rm -rf "$tmp"
 
 rm -f /tmp/cli_err.$$

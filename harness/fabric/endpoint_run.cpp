@@ -25,6 +25,7 @@ model::Config endpoint_config(const FabricConfig& fc, const MroceHostOptions& o,
     c.rto_init_us = o.rto_init_us;
     c.rto_min_us = o.rto_min_us;
     c.fs_interval_us = o.fs_interval_us;
+    c.hint_ttl_us = o.hint_ttl_us;
     c.connect_tries = o.connect_tries;
     c.isn = uint32_t(fc.seed * 2654435761u + host * 40503u);
     c.first_conn_id = 1;
@@ -49,6 +50,12 @@ public:
           flows_(flows.size()),
           watch_host_(ro.watch_host),
           name_(std::move(name)) {
+        // One message per connection, posted at its start time: collectives (steps that wait, several
+        // messages per pair, the scenario's own buffers) run on the engine (run_mroce) only.
+        if (ro.data) throw std::invalid_argument(name_ + ": flows with scenario-owned bytes run on the engine only");
+        for (size_t f = 0; f < flows.size(); ++f)
+            if (!flows[f].after.empty() || book_.flows_of(flows[f].src, flows[f].dst).size() > 1)
+                throw std::invalid_argument(name_ + ": one flow per (src, dst) pair and no waiting flows");
         std::map<uint32_t, bool> used;
         for (const FlowSpec& s : flows) used[s.src] = used[s.dst] = true;
         hosts_.resize(fc.hosts);

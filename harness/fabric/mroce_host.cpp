@@ -34,10 +34,15 @@ MroceHost::MroceHost(Fabric& fabric, uint32_t host, const MroceHostOptions& o)
     c.rto_min_us = o.rto_min_us;
     c.rto_init_us = o.rto_init_us;
     c.fs_interval_us = o.fs_interval_us;
+    c.hint_ttl_us = o.hint_ttl_us;
     c.max_connections = o.max_connections;
     c.max_peers = o.max_connections;
     c.max_work_requests = 64 * o.max_connections;
     c.max_receives = 64 * o.max_connections;
+    // A host of the fabric runs one trusted workload: a connection may use the whole pool (a
+    // collective keeps several steps of every channel outstanding on one connection under loss).
+    c.max_work_requests_per_conn = c.max_work_requests;
+    c.max_receives_per_conn = c.max_receives;
     c.max_window_blocks = uint32_t(o.offer.paths) * o.max_connections;
     c.max_regions = 4 * o.max_connections + 8;
     c.cq_size = 128 * o.max_connections;

@@ -33,7 +33,8 @@ struct MroceHostOptions {
     // survives the loss sweep's 10 % per link (about 47 % per direction across a fat tree's core).
     uint32_t connect_tries = 64;
     uint32_t fs_interval_us = 50;
-    uint32_t rx_ring = 512;  // frames the host holds between polls; beyond, the NIC drops (counted)
+    uint32_t hint_ttl_us = 1000;  // HINT_TTL [R-CC-6] (a knob for experiments; the spec fixes it)
+    uint32_t rx_ring = 512;       // frames the host holds between polls; beyond, the NIC drops (counted)
     // Frames of new data the NIC's transmit ring holds per plane (PacketIo::tx_room): the engine sends
     // at the pace the wire drains, as a NIC's transport scheduler does, instead of dumping its window
     // into the NIC queue. 0: unlimited.

@@ -1,6 +1,8 @@
 // The engine over the fabric: each flow is one RDMA Write with immediate, so the receiver learns of
 // the last byte by its own completion (the flow's finish time); a connection per (src, dst) pair,
-// set up before the flows start; the receiver's bytes are compared with the source after the run.
+// set up before the flows start, carries that pair's flows in index order; the receiver's bytes are
+// compared with the source after the run (or checked by the scenario that owns them).
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <stdexcept>
@@ -11,38 +13,76 @@ namespace mroce::fabric {
 
 namespace {
 
+// A registered range of a host's memory (RunBook::host_memory): the source bytes, or a collective's
+// buffers.
+struct HostRange {
+    const uint8_t* base = nullptr;
+    uint64_t size = 0;
+    MemoryRegion mr;
+};
+
 struct HostFlows {
     std::unique_ptr<MroceHost> host;
-    MemoryRegion source;              // the shared source bytes, registered in this host's device
-    std::vector<uint32_t> sending;    // flow indices sent from here
-    std::vector<uint32_t> receiving;  // flow indices received here
+    std::vector<HostRange> memory;
+    // The registered range holding [p, p + bytes), or nullptr.
+    const HostRange* range_of(const uint8_t* p, uint64_t bytes) const {
+        for (const HostRange& r : memory)
+            if (p >= r.base && p + bytes <= r.base + r.size) return &r;
+        return nullptr;
+    }
+};
+
+// One connection per (src, dst) pair; its flows are posted as they start.
+struct PairState {
+    uint32_t src = 0, dst = 0;
+    uint32_t conn = 0, responder_conn = 0;
+    bool up = false, responder_up = false, resolved = false;
+    std::vector<uint32_t> ready;  // started, not posted (the connection is not up at both ends yet)
 };
 
 struct FlowState {
-    MemoryRegion sink_mr;
-    uint32_t conn = 0;
-    bool connected = false, posted = false, started = false;
-    bool resolved = false;  // its connection came up or failed
+    MemoryRegion sink_mr;  // its own sink (the RunBook's), or the receiver's range holding it
+    uint32_t pair = 0;
 };
 
 class MroceRun {
 public:
     MroceRun(const FabricConfig& fc, const MroceHostOptions& ho, const std::vector<FlowSpec>& flows,
              const RunOptions& ro)
-        : fabric_(fc), book_(flows, fc.hosts, fc.seed, ro), state_(flows.size()), watch_host_(ro.watch_host) {
+        : fabric_(fc),
+          book_(flows, fc.hosts, fc.seed, ro),
+          state_(flows.size()),
+          watch_host_(ro.watch_host),
+          streams_(std::max<uint32_t>(1, ho.offer.streams)) {
         std::map<uint32_t, uint32_t> conns_per_host;
-        for (const FlowSpec& s : flows) ++conns_per_host[s.src], ++conns_per_host[s.dst];
+        std::map<uint64_t, uint32_t> pair_index;
+        for (size_t f = 0; f < flows.size(); ++f) {
+            const FlowSpec& s = flows[f];
+            auto [it, fresh] = pair_index.emplace(uint64_t(s.src) << 32 | s.dst, uint32_t(pairs_.size()));
+            if (fresh) {
+                pairs_.emplace_back();
+                pairs_.back().src = s.src;
+                pairs_.back().dst = s.dst;
+                ++conns_per_host[s.src], ++conns_per_host[s.dst];
+            }
+            state_[f].pair = it->second;
+        }
         hosts_.resize(fc.hosts);
         for (auto [h, n] : conns_per_host) {
             MroceHostOptions o = ho;
             o.max_connections = n + 2;
             HostFlows& hf = hosts_[h];
             hf.host = std::make_unique<MroceHost>(fabric_, h, o);
-            if (hf.host->device().reg_mr(const_cast<uint8_t*>(book_.source_base()), book_.source_size(),
-                                         access::kLocalWrite, &hf.source) != Result::Ok)
-                throw std::runtime_error("fabric: reg_mr of the source failed");
+            for (auto [base, size] : book_.host_memory(h)) {
+                HostRange r{base, size, {}};
+                if (hf.host->device().reg_mr(base, size, access::kLocalWrite | access::kRemoteWrite, &r.mr) !=
+                    Result::Ok)
+                    throw std::runtime_error("fabric: reg_mr of a host's memory failed");
+                hf.memory.push_back(r);
+            }
             hf.host->after_poll = [this](MroceHost& mh) { drain(mh); };
-            // Every frame from src to this host counts for the flow src -> here (data and retransmissions).
+            // Every frame from src to this host counts for the flow src -> here being received (data and
+            // retransmissions).
             hf.host->rx_tap = [this, h](uint32_t src, uint32_t bytes) {
                 const int64_t f = book_.flow_of(src, h);
                 if (f >= 0) book_.received_bytes(size_t(f), bytes);
@@ -50,12 +90,17 @@ public:
         }
         for (size_t f = 0; f < flows.size(); ++f) {
             const FlowSpec& s = flows[f];
+            if (ro.data) {  // the sink lies in the receiver's registered memory
+                const HostRange* r = hosts_[s.dst].range_of(book_.sink(f), s.bytes);
+                if (!r) throw std::runtime_error("fabric: a flow's sink is outside its receiver's memory");
+                state_[f].sink_mr = r->mr;
+                state_[f].sink_mr.iova += uint64_t(book_.sink(f) - r->base);
+                continue;
+            }
             Device& rx = hosts_[s.dst].host->device();
             if (rx.reg_mr(book_.sink(f), std::max<uint64_t>(s.bytes, 1), access::kLocalWrite | access::kRemoteWrite,
                           &state_[f].sink_mr) != Result::Ok)
                 throw std::runtime_error("fabric: reg_mr of a sink failed");
-            hosts_[s.src].sending.push_back(uint32_t(f));
-            hosts_[s.dst].receiving.push_back(uint32_t(f));
         }
         if (!conns_per_host.empty()) {
             const MemoryUsage mu = hosts_[conns_per_host.begin()->first].host->device().memory_usage();
@@ -71,10 +116,9 @@ public:
         // connection is up (as a collective starts on connections set up beforehand, and as the
         // published setups start every flow at once): a lost CONNECT waits CONNECT_RETRY (1 ms)
         // before it is sent again, which must not count as the flow's completion time.
-        for (size_t f = 0; f < book_.size(); ++f) {
-            const FlowSpec& s = book_.spec(f);
-            HostFlows& hf = hosts_[s.src];
-            if (hf.host->device().connect(host_address(s.dst), &state_[f].conn) != Result::Ok)
+        for (PairState& p : pairs_) {
+            HostFlows& hf = hosts_[p.src];
+            if (hf.host->device().connect(host_address(p.dst), &p.conn) != Result::Ok)
                 throw std::runtime_error("fabric: connect failed");
             hf.host->kick();
         }
@@ -98,31 +142,44 @@ public:
     }
 
 private:
-    // The connection of flow f came up (or failed); once all have, the flows are scheduled.
-    void resolved(uint32_t f) {
-        if (state_[f].resolved) return;
-        state_[f].resolved = true;
-        if (++resolved_ < book_.size()) return;
+    // Pair p's connection came up (or failed); once all have, the flows are scheduled.
+    void resolved(PairState& p) {
+        if (p.resolved) return;
+        p.resolved = true;
+        if (++resolved_ < pairs_.size()) return;
         result_.setup_us = double(sim::now_ns()) / 1000.0;
         book_.start_after_setup(result_.setup_us, [this](size_t g) {
-            state_[g].started = true;
-            try_post(uint32_t(g));
+            PairState& p = pairs_[state_[g].pair];
+            p.ready.push_back(uint32_t(g));
+            pump(p);
         });
     }
 
-    void try_post(uint32_t f) {
-        FlowState& st = state_[f];
-        const FlowSpec& s = book_.spec(f);
-        if (st.posted || !st.connected || !st.started) return;
-        HostFlows& hf = hosts_[s.src];
-        const Sge local{hf.source.iova + RunBook::offset(f), uint32_t(s.bytes), hf.source.lkey};
-        const Result r = hf.host->device().post_write_imm(st.conn, 0, f, local, st.sink_mr.iova, st.sink_mr.rkey, f);
-        if (r != Result::Ok) {
-            book_.failed(f, std::string("post refused: ") + result_name(r));
-            return;
+    // Posts the pair's started flows in the order they started, each as the receive that the Write's
+    // immediate completes and then the Write, on the stream of its channel: a stream's k-th receive
+    // meets its k-th message.
+    void pump(PairState& p) {
+        if (!p.up || !p.responder_up || p.ready.empty()) return;
+        for (const uint32_t f : p.ready) {
+            const FlowSpec& s = book_.spec(f);
+            HostFlows& tx = hosts_[p.src];
+            const FlowState& st = state_[f];
+            const uint16_t stream = s.channel < 0 ? 0 : uint16_t(uint32_t(s.channel) % streams_);
+            const Sge none{st.sink_mr.iova, 0, st.sink_mr.lkey};
+            if (hosts_[p.dst].host->device().post_recv(p.responder_conn, stream, f, none) != Result::Ok) {
+                book_.failed(f, "post_recv refused");
+                continue;
+            }
+            hosts_[p.dst].host->kick();
+            const HostRange* r = tx.range_of(book_.source(f), s.bytes);
+            if (!r) throw std::runtime_error("fabric: a flow's source is outside its sender's memory");
+            const Sge local{r->mr.iova + uint64_t(book_.source(f) - r->base), uint32_t(s.bytes), r->mr.lkey};
+            const Result res =
+                tx.host->device().post_write_imm(p.conn, stream, f, local, st.sink_mr.iova, st.sink_mr.rkey, f);
+            if (res != Result::Ok) book_.failed(f, std::string("post refused: ") + result_name(res));
         }
-        st.posted = true;
-        hf.host->kick();
+        p.ready.clear();
+        hosts_[p.src].host->kick();
     }
 
     void drain(MroceHost& mh) {
@@ -137,23 +194,23 @@ private:
 
     void on_event(MroceHost& mh, const ConnEvent& e) {
         const uint32_t peer = (uint32_t(e.peer.ip[1]) << 16) | (uint32_t(e.peer.ip[2]) << 8) | e.peer.ip[3];
-        const int64_t f = e.initiator ? book_.flow_of(mh.host(), peer) : book_.flow_of(peer, mh.host());
-        if (f < 0) return;
+        const uint32_t src = e.initiator ? mh.host() : peer, dst = e.initiator ? peer : mh.host();
+        const std::vector<uint32_t>& flows = book_.flows_of(src, dst);
+        if (flows.empty()) return;
+        PairState& p = pairs_[state_[flows.front()].pair];
         if (e.kind == ConnEvent::Kind::Down) {
-            book_.failed(size_t(f), std::string("connection down: ") + status_name(e.status));
-            if (e.initiator) resolved(uint32_t(f));  // a connection that never came up holds no start
+            for (uint32_t f : flows) book_.failed(f, std::string("connection down: ") + status_name(e.status));
+            if (e.initiator) resolved(p);  // a connection that never came up holds no start
             return;
         }
         if (e.initiator) {
-            state_[f].connected = true;
-            resolved(uint32_t(f));
-            try_post(uint32_t(f));
-            return;
+            p.up = true;
+            resolved(p);
+        } else {
+            p.responder_conn = e.conn;
+            p.responder_up = true;
         }
-        // Responder: the receive that the Write's immediate completes.
-        const Sge none{state_[f].sink_mr.iova, 0, state_[f].sink_mr.lkey};
-        if (mh.device().post_recv(e.conn, 0, uint64_t(f), none) != Result::Ok)
-            book_.failed(size_t(f), "post_recv refused");
+        pump(p);
     }
 
     void on_completion(const WorkCompletion& wc) {
@@ -170,6 +227,8 @@ private:
     std::vector<FlowState> state_;
     uint32_t watch_host_;
     std::vector<HostFlows> hosts_;
+    std::vector<PairState> pairs_;
+    uint32_t streams_;  // negotiated per connection (both ends offer the same)
     size_t resolved_ = 0;
     RunResult result_;
 };

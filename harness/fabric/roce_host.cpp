@@ -329,7 +329,6 @@ void RoceHost::add_requester(uint32_t qpn, uint32_t peer, uint32_t peer_qpn, uin
     q->data = data;
     q->rc = q->rt = line_gbps_;
     q->alpha = o_.initial_alpha;
-    senders_.push_back(q.get());
     qps_[qpn - kQpnBase].req = std::move(q);
 }
 
@@ -345,6 +344,7 @@ void RoceHost::post(uint32_t qpn) {
     Requester* q = requester(qpn);
     if (!q || q->posted) return;
     q->posted = true;
+    senders_.push_back(q);  // the scheduler's round robin holds the posted QPs, in posting order
     q->next_send_ns = double(sim::now_ns());
     if (o_.dcqcn)
         q->alpha_timer.at_ns(sim::now_ns() + uint64_t(o_.alpha_timer_us * 1000), [this, q] { alpha_tick(*q); });
@@ -371,6 +371,7 @@ void RoceHost::kick() {
 
 void RoceHost::tx() {
     const double now = double(sim::now_ns());
+    drop_finished_senders();
     const size_t n = senders_.size();
     for (;;) {
         bool sent = false;
@@ -391,6 +392,21 @@ void RoceHost::tx() {
         wake = std::min(wake, q->next_send_ns);
     }
     if (wake < std::numeric_limits<double>::infinity()) tx_timer_.at_ns(uint64_t(std::ceil(wake)), [this] { tx(); });
+}
+
+// Finished QPs leave the round robin (a collective's host posts thousands in a run); rr_ keeps
+// pointing at the same live QP, so the order in which live QPs are served does not change.
+void RoceHost::drop_finished_senders() {
+    if (!finished_) return;
+    finished_ = false;
+    size_t out = 0, rr = 0;
+    for (size_t i = 0; i < senders_.size(); ++i) {
+        if (i == rr_) rr = out;
+        if (senders_[i]->done || senders_[i]->failed) continue;
+        senders_[out++] = senders_[i];
+    }
+    senders_.resize(out);
+    rr_ = out ? rr % out : 0;
 }
 
 void RoceHost::send_data(Requester& q) {
@@ -460,6 +476,7 @@ void RoceHost::on_rto(Requester& q) {
 
 void RoceHost::fail(Requester& q, const std::string& why) {
     q.failed = true;
+    finished_ = true;
     q.rto.cancel();
     q.alpha_timer.cancel();
     q.rate_timer.cancel();
@@ -488,6 +505,7 @@ void RoceHost::on_ack(Requester& q, const roce::Packet& p) {
     if (q.nxt < q.una) q.nxt = q.una;
     if (q.una == q.npkts) {
         q.done = true;
+        finished_ = true;
         q.rto.cancel();
         q.alpha_timer.cancel();
         q.rate_timer.cancel();

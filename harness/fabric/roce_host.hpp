@@ -183,6 +183,7 @@ private:
     void tx();
     bool has_work(const Requester& q) const;
     bool nic_free(uint32_t plane) const;
+    void drop_finished_senders();
     void send_data(Requester& q);
     void arm_rto(Requester& q, bool restart);
     void on_rto(Requester& q);
@@ -199,8 +200,9 @@ private:
     RoceOptions o_;
     double line_gbps_;
     std::vector<Slot> qps_;
-    std::vector<Requester*> senders_;  // round-robin order
+    std::vector<Requester*> senders_;  // posted QPs not finished, round-robin order
     size_t rr_ = 0;
+    bool finished_ = false;  // a sender finished since the round robin was last trimmed
     sim::Timer tx_timer_;
     std::vector<uint8_t> rx_buf_, tx_buf_;
     RoceCounters counters_;

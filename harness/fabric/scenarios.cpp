@@ -120,6 +120,7 @@ TransportRun run_transport(Transport t, const ScenarioOptions& o, const std::vec
     fc.loss = loss;
     RunOptions ro;
     ro.deadline_us = o.deadline_us;
+    ro.data = o.data;
     if (o.progress) {
         char pct[32];
         std::snprintf(pct, sizeof pct, "%g", loss * 100);

@@ -32,6 +32,7 @@ struct ScenarioOptions {
     MroceHostOptions mroce;
     std::vector<Transport> transports{Transport::Mroce, Transport::RoceGbn, Transport::RocePfc};
     std::function<void(const std::string& what, double sim_us, uint32_t done, uint32_t flows)> progress;
+    FlowData* data = nullptr;  // the bytes, when the scenario owns them (a collective)
 };
 
 // One flow list run by one transport, with the figures of every scenario.

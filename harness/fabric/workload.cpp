@@ -54,18 +54,25 @@ RunBook::RunBook(const std::vector<FlowSpec>& flows, uint32_t hosts, uint64_t se
       outcomes_(flows.size()),
       settled_(flows.size(), false),
       sinks_(flows.size()),
-      bins_(flows.size()) {
+      bins_(flows.size()),
+      dependents_(flows.size()),
+      waiting_(flows.size(), 0) {
     uint64_t max_bytes = 0;
     for (size_t f = 0; f < flows.size(); ++f) {
         const FlowSpec& s = flows[f];
         if (s.src >= hosts || s.dst >= hosts || s.src == s.dst)
             throw std::invalid_argument("fabric: flow " + std::to_string(f) + " has a bad host");
-        if (!by_pair_.emplace(uint64_t(s.src) << 32 | s.dst, uint32_t(f)).second)
-            throw std::invalid_argument("fabric: two flows on one (src, dst) pair");
+        for (uint32_t g : s.after) {
+            if (g >= f) throw std::invalid_argument("fabric: flow " + std::to_string(f) + " waits for a later flow");
+            dependents_[g].push_back(uint32_t(f));
+        }
+        waiting_[f] = uint32_t(s.after.size());
+        by_pair_[uint64_t(s.src) << 32 | s.dst].flows.push_back(uint32_t(f));
         outcomes_[f].spec = s;
         max_bytes = std::max(max_bytes, s.bytes);
-        sinks_[f].reset(new uint8_t[std::max<uint64_t>(s.bytes, 1)]);
+        if (!options_.data) sinks_[f].reset(new uint8_t[std::max<uint64_t>(s.bytes, 1)]);
     }
+    if (options_.data) return;  // the scenario owns the bytes
     source_size_ = max_bytes + 64 * 1024;
     source_.reset(new uint8_t[source_size_]);
     impair::Prng prng(seed);
@@ -75,9 +82,25 @@ RunBook::RunBook(const std::vector<FlowSpec>& flows, uint32_t hosts, uint64_t se
     }
 }
 
+std::vector<std::pair<uint8_t*, uint64_t>> RunBook::host_memory(uint32_t host) {
+    if (options_.data) return options_.data->host_memory(host);
+    return {{source_.get(), source_size_}};
+}
+
+const std::vector<uint32_t>& RunBook::flows_of(uint32_t src, uint32_t dst) const {
+    static const std::vector<uint32_t> none;
+    auto it = by_pair_.find(uint64_t(src) << 32 | dst);
+    return it == by_pair_.end() ? none : it->second.flows;
+}
+
 int64_t RunBook::flow_of(uint32_t src, uint32_t dst) const {
     auto it = by_pair_.find(uint64_t(src) << 32 | dst);
-    return it == by_pair_.end() ? -1 : int64_t(it->second);
+    if (it == by_pair_.end()) return -1;
+    PairFlows& p = it->second;
+    while (p.open < p.flows.size() && outcomes_[p.flows[p.open]].done) ++p.open;
+    for (size_t i = p.open; i < p.flows.size(); ++i)
+        if (!outcomes_[p.flows[i]].done) return p.flows[i];
+    return -1;
 }
 
 void RunBook::received_bytes(size_t f, uint32_t bytes) {
@@ -88,11 +111,16 @@ void RunBook::received_bytes(size_t f, uint32_t bytes) {
 }
 
 void RunBook::start_after_setup(double setup_us, const std::function<void(size_t)>& start) {
-    for (size_t f = 0; f < outcomes_.size(); ++f) {
-        const double offset = outcomes_[f].spec.start_us;
-        outcomes_[f].spec.start_us += setup_us;
-        sim::after_ns(uint64_t(offset * 1000), [start, f] { start(f); });
-    }
+    start_ = start;
+    for (size_t f = 0; f < outcomes_.size(); ++f)
+        if (outcomes_[f].spec.after.empty()) schedule(f, setup_us);
+}
+
+// from_us is now (set-up, or the last awaited flow's finish); start_us becomes absolute.
+void RunBook::schedule(size_t f, double from_us) {
+    const double offset = outcomes_[f].spec.start_us;
+    outcomes_[f].spec.start_us += from_us;
+    sim::after_ns(uint64_t(offset * 1000), [this, f] { start_(f); });
 }
 
 void RunBook::done(size_t f) {
@@ -101,14 +129,18 @@ void RunBook::done(size_t f) {
     fo.done = true;
     fo.finish_us = double(sim::now_ns()) / 1000.0;
     ++done_;
+    if (options_.data) options_.data->delivered(f);
+    for (uint32_t g : dependents_[f])
+        if (--waiting_[g] == 0 && !settled_[g]) schedule(g, fo.finish_us);
     settle(f);
 }
 
 void RunBook::failed(size_t f, const std::string& why) {
-    if (outcomes_[f].done) return;
+    if (outcomes_[f].done || outcomes_[f].failed) return;
     if (outcomes_[f].error.empty()) outcomes_[f].error = why;
     outcomes_[f].failed = true;
     settle(f);
+    for (uint32_t g : dependents_[f]) failed(g, "waits for flow " + std::to_string(f) + ", which failed");
 }
 
 void RunBook::settle(size_t f) {
@@ -139,7 +171,8 @@ void RunBook::run(RunResult& r) {
     for (size_t f = 0; f < outcomes_.size(); ++f) {
         FlowOutcome& fo = outcomes_[f];
         if (fo.done)
-            fo.verified = std::memcmp(sinks_[f].get(), source(f), fo.spec.bytes) == 0;
+            fo.verified = options_.data ? options_.data->verified(f)
+                                        : std::memcmp(sinks_[f].get(), source(f), fo.spec.bytes) == 0;
         else if (fo.error.empty())
             fo.error = "not finished at the deadline";
     }

@@ -8,6 +8,7 @@
 #include <memory>
 #include <unordered_map>
 #include <functional>
+#include <utility>
 #include <string>
 #include <vector>
 
@@ -18,11 +19,32 @@ namespace mroce::fabric {
 
 // One message of `bytes` from host src to host dst, posted at start_us (simulated; a transport that
 // sets up connections first counts it from the moment they are all up, and FlowOutcome::spec holds
-// the absolute time). At most one flow per (src, dst) pair.
+// the absolute time). A flow with `after` starts start_us after the last of those flows is done (a
+// collective's step waits for the data it forwards). Flows of one (src, dst) pair are carried in
+// index order (mroce: messages of one connection; RoCE: a QP each).
 struct FlowSpec {
     uint32_t src = 0, dst = 0;
     uint64_t bytes = 0;
     double start_us = 0;
+    std::vector<uint32_t> after{};
+    // A collective's channel (-1: none). RoCE puts the flow's QP on plane channel mod planes (NCCL binds
+    // each channel to one NIC; otherwise the ECMP hash of its source port picks); mroce, which sprays
+    // every connection over all planes, carries it on stream channel mod streams, so that channels do
+    // not wait for each other's completions.
+    int32_t channel = -1;
+};
+
+// The bytes of a scenario that owns them (a collective: each host's buffers, reduced as steps arrive),
+// in place of the RunBook's seeded source and per-flow sinks. Pointers stay valid for the whole run.
+class FlowData {
+public:
+    virtual ~FlowData() = default;
+    // The memory of host h that its flows send from and receive into (each range registered once).
+    virtual std::vector<std::pair<uint8_t*, uint64_t>> host_memory(uint32_t host) = 0;
+    virtual const uint8_t* source(size_t f) = 0;
+    virtual uint8_t* sink(size_t f) = 0;
+    virtual void delivered(size_t f) = 0;  // flow f's receiver holds every byte: reduce or keep them
+    virtual bool verified(size_t f) = 0;   // after the run: what flow f's receiver ended with is right
 };
 
 struct FlowOutcome {
@@ -40,6 +62,7 @@ struct RunOptions {
     double window_us = 100;    // bins of received bytes per flow (Jain's index over time)
     uint32_t watch_host = 0;   // RunResult::watched_port is the ToR port (plane 0) feeding this host
     std::function<void(double sim_us, uint32_t done, uint32_t flows)> progress;  // about once a wall second
+    FlowData* data = nullptr;  // the scenario's bytes (nullptr: the RunBook's)
 };
 
 struct TransportTotals {
@@ -95,21 +118,27 @@ public:
     size_t size() const noexcept { return outcomes_.size(); }
     const FlowSpec& spec(size_t f) const { return outcomes_[f].spec; }
     FlowSpec& spec(size_t f) { return outcomes_[f].spec; }
-    const uint8_t* source(size_t f) const { return source_.get() + offset(f); }
+    const uint8_t* source(size_t f) const {
+        return options_.data ? options_.data->source(f) : source_.get() + offset(f);
+    }
+    uint8_t* sink(size_t f) { return options_.data ? options_.data->sink(f) : sinks_[f].get(); }
     const uint8_t* source_base() const { return source_.get(); }
     uint64_t source_size() const noexcept { return source_size_; }
+    // The memory a host registers once: its flows' sources and sinks lie inside.
+    std::vector<std::pair<uint8_t*, uint64_t>> host_memory(uint32_t host);
     static uint64_t offset(size_t f) { return (f * 4160) % (64 * 1024); }
-    uint8_t* sink(size_t f) { return sinks_[f].get(); }
-    // The flow of (src, dst), or -1.
+    // The flows of (src, dst) in index order (empty if none), and the first of them not done (-1 if none).
+    const std::vector<uint32_t>& flows_of(uint32_t src, uint32_t dst) const;
     int64_t flow_of(uint32_t src, uint32_t dst) const;
 
     void received_bytes(size_t f, uint32_t bytes);  // into the bin of the current simulated time
     // Flows start at their start times counted from `setup_us`, when the last connection came up (as
     // a collective starts on connections set up beforehand; a lost CONNECT's retry must not count as
-    // completion time): shifts every start time and calls start(f) at it.
+    // completion time), or, with `after`, from the moment the last of those is done: sets every start
+    // time to the absolute one and calls start(f) at it.
     void start_after_setup(double setup_us, const std::function<void(size_t)>& start);
     void done(size_t f);                            // the receiver holds every byte, now
-    void failed(size_t f, const std::string& why);  // keeps the first reason
+    void failed(size_t f, const std::string& why);  // keeps the first reason; fails the flows after it
     uint32_t done_count() const noexcept { return done_; }
 
     // Runs the simulation until every flow settled or the deadline; fills r's timing, flows, bins.
@@ -118,6 +147,7 @@ public:
 private:
     void settle(size_t f);
     void tick();
+    void schedule(size_t f, double from_us);
 
     RunOptions options_;
     std::vector<FlowOutcome> outcomes_;
@@ -127,7 +157,14 @@ private:
     std::unique_ptr<uint8_t[]> source_;
     uint64_t source_size_ = 0;
     uint32_t done_ = 0, settled_count_ = 0;
-    std::unordered_map<uint64_t, uint32_t> by_pair_;
+    struct PairFlows {
+        std::vector<uint32_t> flows;
+        size_t open = 0;  // flows[..open) are done (a cursor: flow_of runs for every received frame)
+    };
+    mutable std::unordered_map<uint64_t, PairFlows> by_pair_;
+    std::vector<std::vector<uint32_t>> dependents_;  // [f]: flows with f in their `after`
+    std::vector<uint32_t> waiting_;                  // [f]: flows of its `after` not done yet
+    std::function<void(size_t)> start_;
     std::chrono::steady_clock::time_point last_progress_;
 };
 
