@@ -790,8 +790,8 @@ private:
         add_plot("collective_busbw", data,
                  "set title 'Bus bandwidth, " + o_.op + " on " + std::to_string(o.fabric.hosts) +
                      " hosts'\nset xlabel 'size per host (MiB)'\nset ylabel 'busbw (GB/s)'\nset logscale x 2\n"
-                     "set key bottom right\nset yrange [0:" +
-                     fmt(link_gbytes * 1.1, 1) + "]\nplot " + plots + ", " + fmt(link_gbytes, 1) +
+                     "set key top left\nset yrange [0:" +
+                     fmt(link_gbytes * 1.6, 1) + "]\nplot " + plots + ", " + fmt(link_gbytes, 1) +
                      " with lines dashtype 2 title 'line rate'\n");
     }
 
