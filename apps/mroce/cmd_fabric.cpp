@@ -45,6 +45,7 @@ struct FabricCliOptions {
     uint32_t paths = 32;
     uint32_t window_cap = 8;
     uint32_t rto_min_us = 100;
+    uint32_t home_probe_us = 200, home_probe_max_us = 400;  // [R-PATH-10]
     double load = 0.6;                  // plane-failure: each receiver grants this fraction of its line rate
     double fail_us = 400;               // plane-failure: plane 0 goes dark at this simulated time
     double back_us = 1400;              // and comes back at this one (0: never)
@@ -261,6 +262,7 @@ public:
                                   {"during_gbps", p.f.during_gbps},
                                   {"moved_us", p.f.moved_us},
                                   {"dead_plane_tx_until_us", p.f.dead_tx_us},
+                                  {"dead_plane_probe_gbps", p.f.dead_probe_gbps},
                                   {"plane_before_gbps", p.f.plane_before_gbps},
                                   {"plane_after_gbps", p.f.plane_after_gbps},
                                   {"returned_us", p.f.returned_us},
@@ -283,7 +285,8 @@ private:
         std::ostringstream c;
         c << "mroce fabric " << o_.scenario << " --seed " << o_.seed << " --planes " << o_.planes << " --rate "
           << o_.rate_gbps << " --delay-us " << o_.delay_us << " --topology " << o_.topology << " --paths " << o_.paths
-          << " --window-cap " << o_.window_cap << " --rto-min-us " << o_.rto_min_us << " --queue-kb " << o_.queue_kb
+          << " --window-cap " << o_.window_cap << " --rto-min-us " << o_.rto_min_us << " --home-probe-us "
+          << o_.home_probe_us << " --home-probe-max-us " << o_.home_probe_max_us << " --queue-kb " << o_.queue_kb
           << " --ecn-kb " << o_.ecn_kb << " --grant " << o_.grant << " --fs-interval-us " << o_.fs_interval_us
           << " --hint-ttl-us " << o_.hint_ttl_us;
         if (o_.hosts) c << " --hosts " << o_.hosts;
@@ -362,6 +365,8 @@ private:
         base_.mroce.capacity_fraction = o_.grant;
         base_.mroce.fs_interval_us = o_.fs_interval_us;
         base_.mroce.hint_ttl_us = o_.hint_ttl_us;
+        base_.mroce.home_probe_us = o_.home_probe_us;
+        base_.mroce.home_probe_max_us = std::max(o_.home_probe_max_us, o_.home_probe_us);
         base_.transports.clear();
         const std::map<std::string, Transport> names{{"mroce", Transport::Mroce},
                                                      {"rocev2-gbn", Transport::RoceGbn},
@@ -411,6 +416,8 @@ private:
                     {"mroce_paths", base_.mroce.offer.paths},
                     {"mroce_window_cap", base_.mroce.offer.window_cap},
                     {"mroce_rto_min_us", base_.mroce.rto_min_us},
+                    {"mroce_home_probe_us", base_.mroce.home_probe_us},
+                    {"mroce_home_probe_max_us", base_.mroce.home_probe_max_us},
                     {"payload", base_.mroce.offer.max_payload}};
     }
 
@@ -874,8 +881,9 @@ private:
                   << "% of their line rate; plane 0 dark from " << fmt(o_.fail_us, 0) << " us"
                   << (o_.back_us > 0 ? " to " + fmt(o_.back_us, 0) + " us" : std::string(" on"))
                   << "; Gb/s = delivered to all hosts (20 us windows, until the first flow ends); moved = from the "
-                     "failure until the total stays >= 95% of before; dead tx = last bytes handed to plane 0 after "
-                     "the failure; returned = from the return until plane 0 carries half its share\n";
+                     "failure until the total stays >= 95% of before; dead tx = last data handed to plane 0 after "
+                     "the failure (home probes [R-PATH-10] aside); returned = from the return until plane 0 carries "
+                     "half its share\n";
         print_table({"transport", "before Gb/s", "during", "moved after us", "dead tx until us", "plane0 before",
                      "after", "returned after us", "done", "max FCT"},
                     cells);
@@ -1024,6 +1032,14 @@ Runner add_fabric(CLI::App& app, const GlobalOptions& global) {
         ->capture_default_str()
         ->check(CLI::Range(1u, 1000000u));
     sub->add_option("--rto-min-us", o->rto_min_us, "mroce RTO_MIN (us) [R-RTO-3]")
+        ->capture_default_str()
+        ->check(CLI::Range(1u, 1000000u));
+    sub->add_option("--home-probe-us", o->home_probe_us,
+                    "mroce HOME_PROBE: first probe of a re-pathed path's home route (us) [R-PATH-10]")
+        ->capture_default_str()
+        ->check(CLI::Range(1u, 1000000u));
+    sub->add_option("--home-probe-max-us", o->home_probe_max_us,
+                    "mroce HOME_PROBE_MAX: the doubling probe interval's cap (us; = --home-probe-us: no backoff)")
         ->capture_default_str()
         ->check(CLI::Range(1u, 1000000u));
     sub->add_option("--window-cap", o->window_cap, "mroce Window Cap: the most packets in flight per path")

@@ -8,9 +8,12 @@ namespace mroce::fabric {
 
 const char* collective_name(CollectiveAlgo a) noexcept {
     switch (a) {
-        case CollectiveAlgo::RingAllReduce: return "allreduce-ring";
-        case CollectiveAlgo::HalvingDoublingAllReduce: return "allreduce-hd";
-        case CollectiveAlgo::AllToAll: return "alltoall";
+        case CollectiveAlgo::RingAllReduce:
+            return "allreduce-ring";
+        case CollectiveAlgo::HalvingDoublingAllReduce:
+            return "allreduce-hd";
+        case CollectiveAlgo::AllToAll:
+            return "alltoall";
     }
     return "?";
 }
@@ -71,9 +74,12 @@ float Collective::input(uint32_t host, uint64_t element) const {
 
 uint64_t Collective::scratch_bytes(CollectiveAlgo algo, uint32_t hosts, uint64_t bytes) {
     switch (algo) {
-        case CollectiveAlgo::RingAllReduce: return bytes / hosts;  // a chunk per channel
-        case CollectiveAlgo::HalvingDoublingAllReduce: return bytes / 2;  // the first step's half per channel
-        case CollectiveAlgo::AllToAll: return bytes;  // the receive buffer
+        case CollectiveAlgo::RingAllReduce:
+            return bytes / hosts;  // a chunk per channel
+        case CollectiveAlgo::HalvingDoublingAllReduce:
+            return bytes / 2;  // the first step's half per channel
+        case CollectiveAlgo::AllToAll:
+            return bytes;  // the receive buffer
     }
     return bytes;
 }
@@ -115,31 +121,30 @@ void Collective::plan_ring() {
     const uint64_t part = bytes_ / channels_, chunk = part / n;
     std::vector<std::vector<int64_t>> sent(channels_, std::vector<int64_t>(n, -1)), got = sent;
     for (uint32_t iter = 0; iter < iterations_; ++iter) {
-    if (iter) first_timed_ = uint32_t(flows_.size());
-    for (int phase = 0; phase < 2; ++phase)
-        for (uint32_t k = 0; k + 1 < n; ++k) {
-            std::vector<std::vector<int64_t>> sent_now = sent, got_now = got;
-            for (uint32_t c = 0; c < channels_; ++c)
-                for (uint32_t i = 0; i < n; ++i) {
-                    const uint32_t to = (i + 1) % n;
-                    const uint32_t j = phase == 0 ? (i + n - k % n) % n : (i + 1 + n - k % n) % n;
-                    const uint64_t at = c * part + j * chunk;
-                    const std::vector<uint32_t> after =
-                        step_deps({got[c][i], sent[c][i], got[c][to], sent[c][to]});
-                    // A reduce-scatter step lands in the receiver's scratch slot of the channel: the
-                    // receiver's previous step is done (step_deps), so the slot is free.
-                    Move m{.src_offset = at,
-                           .sink_offset = phase == 0 ? c * chunk : at,
-                           .into_scratch = phase == 0,
-                           .reduce = phase == 0,
-                           .data_offset = at};
-                    const uint32_t f = add(i, to, chunk, c, std::move(after), m);
-                    sent_now[c][i] = f;
-                    got_now[c][to] = f;
-                }
-            sent = std::move(sent_now);
-            got = std::move(got_now);
-        }
+        if (iter) first_timed_ = uint32_t(flows_.size());
+        for (int phase = 0; phase < 2; ++phase)
+            for (uint32_t k = 0; k + 1 < n; ++k) {
+                std::vector<std::vector<int64_t>> sent_now = sent, got_now = got;
+                for (uint32_t c = 0; c < channels_; ++c)
+                    for (uint32_t i = 0; i < n; ++i) {
+                        const uint32_t to = (i + 1) % n;
+                        const uint32_t j = phase == 0 ? (i + n - k % n) % n : (i + 1 + n - k % n) % n;
+                        const uint64_t at = c * part + j * chunk;
+                        const std::vector<uint32_t> after = step_deps({got[c][i], sent[c][i], got[c][to], sent[c][to]});
+                        // A reduce-scatter step lands in the receiver's scratch slot of the channel: the
+                        // receiver's previous step is done (step_deps), so the slot is free.
+                        Move m{.src_offset = at,
+                               .sink_offset = phase == 0 ? c * chunk : at,
+                               .into_scratch = phase == 0,
+                               .reduce = phase == 0,
+                               .data_offset = at};
+                        const uint32_t f = add(i, to, chunk, c, std::move(after), m);
+                        sent_now[c][i] = f;
+                        got_now[c][to] = f;
+                    }
+                sent = std::move(sent_now);
+                got = std::move(got_now);
+            }
     }
 }
 
@@ -154,58 +159,58 @@ void Collective::plan_halving_doubling() {
     const uint64_t part = bytes_ / channels_;
     std::vector<std::vector<int64_t>> sent_by(channels_, std::vector<int64_t>(n, -1)), got_by = sent_by;
     for (uint32_t iter = 0; iter < iterations_; ++iter) {
-    if (iter) first_timed_ = uint32_t(flows_.size());
-    for (uint32_t c = 0; c < channels_; ++c) {
-        std::vector<uint64_t> lo(n, 0), len(n, part);  // each host's range within the channel
-        std::vector<int64_t>& sent = sent_by[c];
-        std::vector<int64_t>& got = got_by[c];
-        auto deps = [&](uint32_t i, uint32_t p) { return step_deps({got[i], sent[i], got[p], sent[p]}); };
-        for (uint32_t k = 0; k < levels; ++k) {
-            const uint32_t d = n >> (k + 1);
-            const uint64_t half = len[0] / 2;
-            std::vector<int64_t> sent_now = sent, got_now = got;
-            std::vector<uint64_t> lo_now = lo;
-            for (uint32_t i = 0; i < n; ++i) {
-                const uint32_t p = i ^ d;
-                const bool keep_low = (i & d) == 0;
-                const uint64_t give = keep_low ? lo[i] + half : lo[i];  // the half p keeps
-                Move m{.src_offset = c * part + give,
-                       .sink_offset = c * (part / 2),  // the channel's slot, free (step_deps)
-                       .into_scratch = true,
-                       .reduce = true,
-                       .data_offset = c * part + give};
-                const uint32_t f = add(i, p, half, c, deps(i, p), m);
-                sent_now[i] = f;
-                got_now[p] = f;
-                lo_now[i] = keep_low ? lo[i] : lo[i] + half;
+        if (iter) first_timed_ = uint32_t(flows_.size());
+        for (uint32_t c = 0; c < channels_; ++c) {
+            std::vector<uint64_t> lo(n, 0), len(n, part);  // each host's range within the channel
+            std::vector<int64_t>& sent = sent_by[c];
+            std::vector<int64_t>& got = got_by[c];
+            auto deps = [&](uint32_t i, uint32_t p) { return step_deps({got[i], sent[i], got[p], sent[p]}); };
+            for (uint32_t k = 0; k < levels; ++k) {
+                const uint32_t d = n >> (k + 1);
+                const uint64_t half = len[0] / 2;
+                std::vector<int64_t> sent_now = sent, got_now = got;
+                std::vector<uint64_t> lo_now = lo;
+                for (uint32_t i = 0; i < n; ++i) {
+                    const uint32_t p = i ^ d;
+                    const bool keep_low = (i & d) == 0;
+                    const uint64_t give = keep_low ? lo[i] + half : lo[i];  // the half p keeps
+                    Move m{.src_offset = c * part + give,
+                           .sink_offset = c * (part / 2),  // the channel's slot, free (step_deps)
+                           .into_scratch = true,
+                           .reduce = true,
+                           .data_offset = c * part + give};
+                    const uint32_t f = add(i, p, half, c, deps(i, p), m);
+                    sent_now[i] = f;
+                    got_now[p] = f;
+                    lo_now[i] = keep_low ? lo[i] : lo[i] + half;
+                }
+                sent = std::move(sent_now);
+                got = std::move(got_now);
+                lo = std::move(lo_now);
+                std::fill(len.begin(), len.end(), half);
             }
-            sent = std::move(sent_now);
-            got = std::move(got_now);
-            lo = std::move(lo_now);
-            std::fill(len.begin(), len.end(), half);
-        }
-        for (uint32_t k = 0; k < levels; ++k) {
-            const uint32_t d = 1u << k;
-            std::vector<int64_t> sent_now = sent, got_now = got;
-            std::vector<uint64_t> lo_now = lo;
-            for (uint32_t i = 0; i < n; ++i) {
-                const uint32_t p = i ^ d;
-                Move m{.src_offset = c * part + lo[i],
-                       .sink_offset = c * part + lo[i],
-                       .into_scratch = false,
-                       .reduce = false,
-                       .data_offset = 0};
-                const uint32_t f = add(i, p, len[i], c, deps(i, p), m);
-                sent_now[i] = f;
-                got_now[p] = f;
-                lo_now[i] = std::min(lo[i], lo[p]);
+            for (uint32_t k = 0; k < levels; ++k) {
+                const uint32_t d = 1u << k;
+                std::vector<int64_t> sent_now = sent, got_now = got;
+                std::vector<uint64_t> lo_now = lo;
+                for (uint32_t i = 0; i < n; ++i) {
+                    const uint32_t p = i ^ d;
+                    Move m{.src_offset = c * part + lo[i],
+                           .sink_offset = c * part + lo[i],
+                           .into_scratch = false,
+                           .reduce = false,
+                           .data_offset = 0};
+                    const uint32_t f = add(i, p, len[i], c, deps(i, p), m);
+                    sent_now[i] = f;
+                    got_now[p] = f;
+                    lo_now[i] = std::min(lo[i], lo[p]);
+                }
+                sent = std::move(sent_now);
+                got = std::move(got_now);
+                lo = std::move(lo_now);
+                for (uint64_t& l : len) l *= 2;
             }
-            sent = std::move(sent_now);
-            got = std::move(got_now);
-            lo = std::move(lo_now);
-            for (uint64_t& l : len) l *= 2;
         }
-    }
     }
 }
 
@@ -221,9 +226,9 @@ void Collective::plan_all_to_all() {
         for (uint32_t h = 0; h < n; ++h)
             for (uint32_t step = 1; step < n; ++step) {
                 const uint32_t d = (h + step) % n;
-                const uint32_t f = add(
-                    h, d, block, step - 1, before[h],
-                    Move{.src_offset = d * block, .sink_offset = h * block, .into_scratch = true, .reduce = false});
+                const uint32_t f =
+                    add(h, d, block, step - 1, before[h],
+                        Move{.src_offset = d * block, .sink_offset = h * block, .into_scratch = true, .reduce = false});
                 now[h].push_back(f);
                 now[d].push_back(f);
             }

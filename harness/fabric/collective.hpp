@@ -17,9 +17,9 @@
 namespace mroce::fabric {
 
 enum class CollectiveAlgo : uint8_t {
-    RingAllReduce,              // reduce-scatter then all-gather around a ring: 2 (N - 1) steps
-    HalvingDoublingAllReduce,   // recursive halving, then recursive doubling: 2 log2 N steps (N a power of 2)
-    AllToAll,                   // every host sends bytes / N to every other host, all at once
+    RingAllReduce,             // reduce-scatter then all-gather around a ring: 2 (N - 1) steps
+    HalvingDoublingAllReduce,  // recursive halving, then recursive doubling: 2 log2 N steps (N a power of 2)
+    AllToAll,                  // every host sends bytes / N to every other host, all at once
 };
 const char* collective_name(CollectiveAlgo a) noexcept;
 bool collective_from_name(const std::string& name, CollectiveAlgo* out) noexcept;

@@ -24,6 +24,8 @@ model::Config endpoint_config(const FabricConfig& fc, const MroceHostOptions& o,
     c.ack_delay_us = o.ack_delay_us;
     c.rto_init_us = o.rto_init_us;
     c.rto_min_us = o.rto_min_us;
+    c.home_probe_us = o.home_probe_us;
+    c.home_probe_max_us = o.home_probe_max_us;
     c.fs_interval_us = o.fs_interval_us;
     c.hint_ttl_us = o.hint_ttl_us;
     c.connect_tries = o.connect_tries;

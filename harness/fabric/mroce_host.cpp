@@ -32,6 +32,8 @@ MroceHost::MroceHost(Fabric& fabric, uint32_t host, const MroceHostOptions& o)
     c.ack_delay_us = o.ack_delay_us;
     c.connect_tries = o.connect_tries;
     c.rto_min_us = o.rto_min_us;
+    c.home_probe_us = o.home_probe_us;
+    c.home_probe_max_us = o.home_probe_max_us;
     c.rto_init_us = o.rto_init_us;
     c.fs_interval_us = o.fs_interval_us;
     c.hint_ttl_us = o.hint_ttl_us;

@@ -23,7 +23,9 @@ struct MroceHostOptions {
     ConnParams offer{.paths = 32, .streams = 1, .max_payload = 4096, .window_cap = 8};
     uint32_t max_connections = 16;
     uint32_t rto_min_us = 100;
-    uint32_t rto_init_us = 1000;  // before a path's first RTT sample
+    uint32_t rto_init_us = 1000;       // before a path's first RTT sample
+    uint32_t home_probe_us = 200;      // HOME_PROBE [R-PATH-10]
+    uint32_t home_probe_max_us = 400;  // HOME_PROBE_MAX [R-PATH-10]
     // The inbound capacity C the receiver shares out [R-FS-1], as a fraction of the host's line rate
     // (all planes): below 1, the granted shares leave the last hop's queue room to drain.
     double capacity_fraction = 1.0;

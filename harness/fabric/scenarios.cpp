@@ -214,8 +214,12 @@ PlaneFailureFigures plane_failure_figures(const RunResult& r, uint32_t plane, do
     for (size_t w = w_fail; w < w_until && w < windows; ++w)
         if (total(w) < 0.95 * f.before_gbps) last_low = double(w + 1) * f.window_us;
     if (w_until > w_fail) f.moved_us = last_low < 0 ? 0 : last_low - fail_us;
+    // Data, not the home probes of re-pathed paths ([R-PATH-10]: a few hundred bytes per path and ms).
+    const double data_floor = 0.01 * f.plane_before_gbps;
     for (size_t w = w_fail + 1; w < w_until && w < windows; ++w)
-        if (at(f.tx_gbps, plane, w) > 0) f.dead_tx_us = double(w + 1) * f.window_us - fail_us;
+        if (at(f.tx_gbps, plane, w) > data_floor) f.dead_tx_us = double(w + 1) * f.window_us - fail_us;
+    if (f.dead_tx_us >= 0)
+        f.dead_probe_gbps = mean(fail_us + f.dead_tx_us, until, [&](size_t w) { return at(f.tx_gbps, plane, w); });
     if (back_us < f.end_us)
         for (size_t w = size_t(back_us / f.window_us); (double(w) + 1) * f.window_us <= f.end_us && w < windows; ++w)
             if (at(f.rx_gbps, plane, w) >= 0.5 * f.plane_before_gbps) {

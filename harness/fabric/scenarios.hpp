@@ -78,11 +78,13 @@ struct PlaneFailureFigures {
     double window_us = 0;
     std::vector<std::vector<double>> rx_gbps, tx_gbps;          // [plane][window]: delivered to hosts, handed to NICs
     double start_us = 0, fail_us = 0, back_us = 0, end_us = 0;  // flows' start, failure, return, first finish
-    double before_gbps = 0;   // aggregate delivered, mean over the windows from start + 50 us to the failure
-    double during_gbps = 0;   // the same from the failure to the return
-    double moved_us = -1;     // first window end from which the aggregate stays >= 0.95 x before, until the return
-    double dead_tx_us = -1;   // last window end (before the return) in which hosts handed bytes to the dead plane
-    double returned_us = -1;  // first window end at which the dead plane carries half its share before the failure
+    double before_gbps = 0;      // aggregate delivered, mean over the windows from start + 50 us to the failure
+    double during_gbps = 0;      // the same from the failure to the return
+    double moved_us = -1;        // first window end from which the aggregate stays >= 0.95 x before, until the return
+    double dead_tx_us = -1;      // last window end (before the return) in which hosts handed the dead plane data
+                                 // (more than 1 % of its share before the failure: home probes are far below)
+    double dead_probe_gbps = 0;  // handed to the dead plane after that, until the return: home probes [R-PATH-10]
+    double returned_us = -1;     // first window end at which the dead plane carries half its share before the failure
     double plane_before_gbps = 0, plane_after_gbps = 0;  // the dead plane before the failure, after its return
 };
 PlaneFailureFigures plane_failure_figures(const RunResult& r, uint32_t plane, double fail_us, double back_us);

@@ -97,6 +97,12 @@ struct PathTx {
   PathState state = PathState::Active;
   bool in_decrease = false, have_sample = false;
   bool probe_sent_in_period = false, probe_outstanding = false;
+  // [R-PATH-10]: the home route (the route before the first RTO re-path of a failure episode,
+  // 0: none), probed every home_interval µs (doubling up to HOME_PROBE_MAX) until it answers.
+  uint16_t home_route = 0;
+  bool home_probe_outstanding = false;
+  uint32_t home_probe_ts = 0, home_interval = 0;
+  uint64_t home_next = 0;
 };
 
 // ---- the receiving side ---------------------------------------------------------------------------

@@ -214,7 +214,17 @@ class Engine {
   void path_timers(Conn& c, uint16_t p) noexcept;
   void expire_rnr_waits(Block& b, PathTx& t) noexcept;
   void send_probe(Conn& c, uint16_t p) noexcept;
+  void send_home_probe(Conn& c, uint16_t p) noexcept;
+  static bool home_probe_allowed(const PathTx& t) noexcept {  // [R-PATH-10]
+    return t.home_route != 0 && t.route != t.home_route && t.state == PathState::Active && t.block != kNone;
+  }
+  // [R-PATH-10]: a home probe that fell due while the path did not qualify goes 1 µs after it qualifies
+  // again (becomes ACTIVE, or gets outstanding PSNs): never a deadline in the past.
+  void home_requalified(PathTx& t) const noexcept {
+    if (t.home_route != 0 && t.home_next <= now_) t.home_next = now_ + 1;
+  }
   void repath(Conn& c, uint16_t p) noexcept;
+  void choose_route(Conn& c, uint16_t p) noexcept;
   void send_record(Conn& c, uint16_t p, uint32_t j, bool retransmission) noexcept;
   void complete_sends(Conn& c, uint16_t stream) noexcept;
   void fail_work_request(Conn& c, uint32_t msg, Status status) noexcept;

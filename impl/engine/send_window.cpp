@@ -240,6 +240,7 @@ uint64_t Engine::path_deadline(const Conn& c, uint16_t p) const noexcept {
       if (!t.probe_sent_in_period) d = std::min(d, probe_deadline(t));  // [R-REL-6]
     }
   }
+  if (home_probe_allowed(t)) d = std::min(d, t.home_next);  // [R-PATH-10]
   const PathRx& r = c.rx[p];
   if (r.unacked > 0) d = std::min<uint64_t>(d, r.first_unacked + cfg_.ack_delay_us);
   return d;
@@ -429,6 +430,7 @@ void Engine::transmit(Conn& c) noexcept {
     if (p == kNone) break;
     PathTx& t = c.tx[p];
     if (t.block == kNone) {
+      home_requalified(t);  // [R-PATH-10]: outstanding PSNs again
       t.block = blocks_.alloc_raw();
       if (t.block == kNone) {
         ++counters_.window_block_waits;
@@ -654,8 +656,13 @@ void Engine::on_ack(Conn& c, uint16_t p, const View& v) noexcept {
     t.probe_outstanding = false;
     --c.send.probes_out;
   }
+  // [R-PATH-10]: the home probe's answer echoes its timestamp and came back on the home route
+  // (the receiver's reply route was the probe's port [R-ACK-5]); data of the current route sent in the
+  // same microsecond echo the same timestamp but come back on the current route.
+  const bool answered_home =
+      t.home_route != 0 && t.home_probe_outstanding && ts_echo == t.home_probe_ts && v.udp_sport() == t.home_route;
   // [R-RTO-1] an RTT sample from the timestamp echo
-  if (newly > 0 || answered_probe) {
+  if (newly > 0 || answered_probe || answered_home) {
     rtt_sample(cfg_, t, static_cast<uint32_t>(now_) - ts_echo);
     t.rto_current = t.rto;  // [R-REL-7] backoff cleared
     t.probe_sent_in_period = false;
@@ -710,8 +717,9 @@ void Engine::on_ack(Conn& c, uint16_t p, const View& v) noexcept {
     Block& b = blocks_[t.block];
     const LossCause found_by = answered_probe ? LossCause::Probe : LossCause::Gap;
     if (b.n_inflight) {
-      // L2: the in-flight records sent before the echoed transmission, oldest first.
-      uint16_t r = b.tx_order_head;
+      // L2: the in-flight records sent before the echoed transmission, oldest first. Not for the
+      // home probe's answer [R-PATH-10]: it took another route, and says nothing of this one's packets.
+      uint16_t r = answered_home ? kNil16 : b.tx_order_head;
       while (r != kNil16) {
         const Rec& o = b.rec[r];
         if (!serial_lt(static_cast<uint32_t>(o.last_tx), ts_echo)) break;
@@ -736,11 +744,25 @@ void Engine::on_ack(Conn& c, uint16_t p, const View& v) noexcept {
   }
   // [R-PATH-6] back to ACTIVE
   if ((newly > 0 || answered_probe) && t.state != PathState::Active) {
+    home_requalified(t);  // [R-PATH-10]: ACTIVE again
     t.state = PathState::Active;
     t.cwnd = c.init_cwnd();
     t.ai_count = 0;
     t.in_decrease = false;
     t.consecutive_repaths = 0;
+  }
+  // [R-PATH-10] the home route works both ways: the path goes back to it, ACTIVE, at INIT_CWND as
+  // after any re-path ([R-PATH-6], [R-PATH-9]).
+  if (answered_home) {
+    t.route = t.home_route;
+    t.home_route = 0;
+    t.home_probe_outstanding = false;
+    t.state = PathState::Active;
+    t.cwnd = c.init_cwnd();
+    t.ai_count = 0;
+    t.in_decrease = false;
+    t.consecutive_repaths = 0;
+    ++counters_.home_returns;
   }
   // Completions, streams in ascending order (the model walks every stream; only these can complete).
   if (n_stream_touched_ > 1) std::sort(stream_touched_, stream_touched_ + n_stream_touched_);
@@ -813,10 +835,41 @@ void Engine::send_probe(Conn& c, uint16_t p) noexcept {
   t.probe_ts = static_cast<uint32_t>(now_);
 }
 
+// [R-PATH-10] a home probe: PROBE with AR on the path's home route, not its current one. Not the tail
+// probe of [R-REL-6] (no probe_outstanding, no PTO or RTO period, not waited for by [R-CONN-8]) and no
+// transmission on the path (last_tx): a lost home probe changes nothing.
+void Engine::send_home_probe(Conn& c, uint16_t p) noexcept {
+  PathTx& t = c.tx[p];
+  uint8_t* bth;
+  io::PacketBuf* b = frame_begin(c, false, t.home_route, &bth);
+  fast::put_probe(bth, this->bth(c, p, fast::kFlagAr));
+  frame_end(b, 0);
+  ++counters_.probes_sent;
+  t.home_probe_outstanding = true;
+  t.home_probe_ts = static_cast<uint32_t>(now_);
+  t.home_next = now_ + t.home_interval;
+  t.home_interval = std::min(cfg_.home_probe_max_us, 2 * t.home_interval);
+}
+
 void Engine::repath(Conn& c, uint16_t p) noexcept {
   PathTx& t = c.tx[p];
   ++t.repaths;
   ++counters_.repaths;
+  // [R-PATH-10] the first RTO re-path of an ACTIVE path with no home route: the route it leaves
+  // becomes its home route, probed from HOME_PROBE on.
+  if (t.state == PathState::Active && t.home_route == 0) {
+    t.home_route = t.route;
+    t.home_interval = cfg_.home_probe_us;
+    t.home_next = now_ + cfg_.home_probe_us;
+    t.home_probe_outstanding = false;
+  }
+  choose_route(c, p);
+  if (t.route == t.home_route) t.home_route = 0;  // [R-PATH-10]: back home by itself
+}
+
+// [R-PATH-4], [R-PATH-5]: the path's state after an RTO expiry, and its new route.
+void Engine::choose_route(Conn& c, uint16_t p) noexcept {
+  PathTx& t = c.tx[p];
   if (t.state == PathState::Active) {  // [R-PATH-4]
     t.state = PathState::Suspect;
     t.consecutive_repaths = 0;
@@ -850,6 +903,7 @@ void Engine::path_timers(Conn& c, uint16_t p) noexcept {
   Block& b = blocks_[t.block];
   if (b.n_rnr) expire_rnr_waits(b, t);
   if (b.n_inflight == 0) {
+    if (home_probe_allowed(t) && t.home_next <= now_) send_home_probe(c, p);  // [R-PATH-10]
     update_room(c, p);
     return;
   }
@@ -867,6 +921,7 @@ void Engine::path_timers(Conn& c, uint16_t p) noexcept {
     send_probe(c, p);
     t.probe_sent_in_period = true;
   }
+  if (home_probe_allowed(t) && t.home_next <= now_) send_home_probe(c, p);  // [R-PATH-10]
   update_room(c, p);
 }
 

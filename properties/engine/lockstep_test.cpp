@@ -933,6 +933,51 @@ RequirementScenario R_CC_1_ManyPathsShareTheInitialWindow() {
   return r;
 }
 
+// [R-PATH-10]: a route that dies and comes back. Path 0's first route drops everything in both
+// directions from 300 to 1 000 µs; a Write every 100 µs gives every path 4 packets. Path 0 re-paths on
+// its RTO (the route it leaves is its home route), works on the fresh route, probes the home route
+// HOME_PROBE after the re-path (lost: still dead) and again after twice that, which is answered on
+// the home route: the path goes back to it. Between Writes the path has nothing outstanding and sends
+// no home probe: an overdue one goes with the next Write.
+RequirementScenario R_PATH_10_PathReturnsToItsHomeRoute() {
+  RequirementScenario r = named("R_PATH_10_PathReturnsToItsHomeRoute");
+  for (model::Time t = 0; t < 2500; t += 100) r.scenario.workload.ops.push_back(write(16 * 1024, 1, 0x20000, t));
+  r.scenario.config[0].max_payload = r.scenario.config[1].max_payload = 1024;
+  r.scenario.limits.time_limit = 20000;
+  r.filter = [] {
+    return [home = std::optional<uint16_t>()](const FrameInfo& f) mutable {
+      if (!home && f.data()) home = f.route(A, 0);
+      const bool dead = f.now >= 300 && f.now < 1000 && home && f.packet.udp_sport == *home &&
+                        (f.from == A || f.packet.opcode == ref::Opcode::Ack || f.packet.opcode == ref::Opcode::Nak);
+      return dead ? drop() : deliver();
+    };
+  };
+  r.check = [](const Observed& o) {
+    std::vector<Status> all(25, Status::Success);
+    expect_statuses(o, A, all);
+    std::optional<uint16_t> home;
+    bool away = false, probed_home = false, back = false;
+    for (const auto& f : o.sent[size_t(A)]) {
+      const ref::Packet& p = f.packet;
+      if (p.path_id != 0) continue;
+      if (!home && is_data(p)) home = p.udp_sport;
+      if (!home) continue;
+      if (is_data(p) && p.udp_sport != *home && f.at >= 300 && f.at < 1000) away = true;
+      if (p.opcode == ref::Opcode::Probe && p.udp_sport == *home && away) probed_home = true;
+      if (is_data(p) && p.udp_sport == *home && f.at >= 1000 && probed_home) back = true;
+    }
+    EXPECT_TRUE(away) << "path 0 re-paths while its route is dead";
+    EXPECT_TRUE(probed_home) << "path 0 probes its home route [R-PATH-10]";
+    EXPECT_TRUE(back) << "path 0 sends data on its home route again once it works";
+    const auto v = o.path(A, 0);
+    ASSERT_TRUE(v);
+    EXPECT_EQ(v->state, model::PathState::Active);
+    EXPECT_EQ(v->route, *home);
+    EXPECT_EQ(v->repaths, 1u);
+  };
+  return r;
+}
+
 // The table: every scenario, built (cheaply: filters compile when a test runs).
 std::vector<RequirementScenario> table() {
   return {R_CONN_1_HandshakeNegotiatesMinimum_R_HDR_4(),
@@ -974,7 +1019,8 @@ std::vector<RequirementScenario> table() {
           R_REL_9_RefusedWriteImmCancelsPostedReceive(),
           R_PATH_1_TwoHundredFiftySixPathsAndManyStreamsUnderLoss(),
           R_CC_1_WindowCapOneAndTinyPayloads(),
-          R_CC_1_ManyPathsShareTheInitialWindow()};
+          R_CC_1_ManyPathsShareTheInitialWindow(),
+          R_PATH_10_PathReturnsToItsHomeRoute()};
 }
 
 std::vector<std::string> names() {

@@ -231,6 +231,7 @@ void EndpointState::pump(Connection& c) {
         c.last_path = path;
         c.any_new_segment = true;
         PathTx& t = c.tx[path];
+        if (t.out.empty()) home_requalified(t);  // [R-PATH-10]: outstanding PSNs again
         OutstandingPsn o;
         o.seg = seg;
         t.out.push_back(o);
@@ -347,8 +348,13 @@ void EndpointState::on_ack(Connection& c, uint16_t path, const ref::Packet& ack)
     }
     const bool answered_probe = t.probe_outstanding && ack.ts_echo == t.probe_ts;
     if (answered_probe) t.probe_outstanding = false;
+    // [R-PATH-10]: the answer to the home probe echoes its timestamp and came back on the
+    // home route (the receiver's reply route was the probe's port [R-ACK-5]); data of the current
+    // route sent in the same microsecond echo the same timestamp but come back on the current route.
+    const bool answered_home = t.home_route != 0 && t.home_probe_outstanding && ack.ts_echo == t.home_probe_ts &&
+                               ack.udp_sport == t.home_route;
     // [R-RTO-1] an RTT sample from the timestamp echo
-    if (newly > 0 || answered_probe) {
+    if (newly > 0 || answered_probe || answered_home) {
         rtt_sample(cfg, t, static_cast<uint32_t>(now) - ack.ts_echo);
         t.rto_current = t.rto;  // [R-REL-7] backoff cleared
         t.probe_sent_in_period = false;
@@ -389,7 +395,8 @@ void EndpointState::on_ack(Connection& c, uint16_t path, const ref::Packet& ack)
         if (o.state != PsnState::InFlight) continue;
         const uint32_t psn = t.suna + i;
         const bool gap = o.tx_count == 1 && serial_lt(psn, highest);
-        const bool time = serial_lt(o.last_tx_ts, ack.ts_echo);
+        // [R-PATH-10]: the home probe took another route; it says nothing of the current route's packets.
+        const bool time = !answered_home && serial_lt(o.last_tx_ts, ack.ts_echo);
         if (!gap && !time) continue;
         if (cfg.canary_skip_one_retransmission && !canary_used) {
             // The deliberately broken model: pretend the first lost PSN was acknowledged.
@@ -403,11 +410,25 @@ void EndpointState::on_ack(Connection& c, uint16_t path, const ref::Packet& ack)
     }
     // [R-PATH-6] back to ACTIVE
     if ((newly > 0 || answered_probe) && t.state != PathState::Active) {
+        home_requalified(t);  // [R-PATH-10]: ACTIVE again
         t.state = PathState::Active;
         t.cwnd = c.init_cwnd();
         t.ai_count = 0;
         t.in_decrease = false;
         t.consecutive_repaths = 0;
+    }
+    // [R-PATH-10] the home route works both ways: the path goes back to it, ACTIVE, at INIT_CWND
+    // as after any re-path ([R-PATH-6], [R-PATH-9]).
+    if (answered_home) {
+        t.route = t.home_route;
+        t.home_route = 0;
+        t.home_probe_outstanding = false;
+        t.state = PathState::Active;
+        t.cwnd = c.init_cwnd();
+        t.ai_count = 0;
+        t.in_decrease = false;
+        t.consecutive_repaths = 0;
+        ++counters.home_returns;
     }
     for (uint16_t st = 0; st < c.sstreams.size(); ++st) complete_sends(c, st);
 }
@@ -473,6 +494,7 @@ std::optional<Time> EndpointState::path_deadline(const Connection& c, uint16_t p
             any_in_flight = true;
         }
     }
+    if (home_probe_allowed(t)) consider(t.home_next);  // [R-PATH-10]
     if (any_in_flight) {
         consider(std::max(t.last_ack, earliest_tx) + t.rto_current);  // [R-REL-7]
         if (!t.probe_sent_in_period) {                                // [R-REL-6]
@@ -493,10 +515,24 @@ void EndpointState::send_probe(Connection& c, uint16_t path) {
     t.probe_ts = p.timestamp;
 }
 
-static void repath(EndpointState& s, Connection& c, uint16_t path) {
+// [R-PATH-10] a home probe: PROBE with AR on the path's home route, not its current one. It is not
+// the tail probe of [R-REL-6] (no probe_outstanding, no PTO or RTO period) and no transmission on
+// the path (last_tx): a lost home probe changes nothing.
+void EndpointState::send_home_probe(Connection& c, uint16_t path) {
     PathTx& t = c.tx[path];
-    ++t.repaths;
-    ++s.counters.repaths;
+    ref::Packet p = base_packet(c, ref::Opcode::Probe, path, t.home_route, false);
+    p.flags = ref::kFlagAr;
+    transmit(c, p);
+    ++counters.probes_sent;
+    t.home_probe_outstanding = true;
+    t.home_probe_ts = p.timestamp;
+    t.home_next = now + t.home_interval;
+    t.home_interval = std::min(cfg.home_probe_max_us, 2 * t.home_interval);
+}
+
+// [R-PATH-4], [R-PATH-5]: the path's state after an RTO expiry, and its new route.
+static void choose_route(EndpointState& s, Connection& c, uint16_t path) {
+    PathTx& t = c.tx[path];
     if (t.state == PathState::Active) {  // [R-PATH-4]
         t.state = PathState::Suspect;
         t.consecutive_repaths = 0;
@@ -518,6 +554,22 @@ static void repath(EndpointState& s, Connection& c, uint16_t path) {
     t.route = s.choices->fresh_route(c.id, path, t.fresh_routes++);
 }
 
+static void repath(EndpointState& s, Connection& c, uint16_t path) {
+    PathTx& t = c.tx[path];
+    ++t.repaths;
+    ++s.counters.repaths;
+    // [R-PATH-10] the first RTO re-path of an ACTIVE path with no home route: the route it leaves
+    // becomes its home route, probed from HOME_PROBE on.
+    if (t.state == PathState::Active && t.home_route == 0) {
+        t.home_route = t.route;
+        t.home_interval = s.cfg.home_probe_us;
+        t.home_next = s.now + s.cfg.home_probe_us;
+        t.home_probe_outstanding = false;
+    }
+    choose_route(s, c, path);
+    if (t.route == t.home_route) t.home_route = 0;  // [R-PATH-10]: back home by itself
+}
+
 void EndpointState::path_timers(Connection& c, uint16_t path) {
     PathTx& t = c.tx[path];
     for (auto& o : t.out)  // [R-PLC-9]: the RNR wait is over, retransmit
@@ -529,7 +581,12 @@ void EndpointState::path_timers(Connection& c, uint16_t path) {
         earliest_tx = any_in_flight ? std::min(earliest_tx, o.last_tx) : o.last_tx;
         any_in_flight = true;
     }
-    if (!any_in_flight) return;
+    if (any_in_flight) rto_and_tail_probe(c, path, earliest_tx);
+    if (home_probe_allowed(t) && t.home_next <= now) send_home_probe(c, path);  // [R-PATH-10]
+}
+
+void EndpointState::rto_and_tail_probe(Connection& c, uint16_t path, Time earliest_tx) {
+    PathTx& t = c.tx[path];
     if (std::max(t.last_ack, earliest_tx) + t.rto_current <= now) {  // [R-REL-7]
         for (auto& o : t.out)
             if (o.state == PsnState::InFlight) o.state = PsnState::Lost;
@@ -546,6 +603,17 @@ void EndpointState::path_timers(Connection& c, uint16_t path) {
             t.probe_sent_in_period = true;
         }
     }
+}
+
+// [R-PATH-10]: an ACTIVE path away from its home route, with outstanding PSNs, probes the home route.
+bool EndpointState::home_probe_allowed(const PathTx& t) const {
+    return t.home_route != 0 && t.route != t.home_route && t.state == PathState::Active && !t.out.empty();
+}
+
+// [R-PATH-10]: a home probe that fell due while the path did not qualify goes 1 µs after it qualifies
+// again (becomes ACTIVE, or gets outstanding PSNs): never a deadline in the past.
+void EndpointState::home_requalified(PathTx& t) const {
+    if (t.home_route != 0 && t.home_next <= now) t.home_next = now + 1;
 }
 
 }  // namespace mroce::model

@@ -106,6 +106,13 @@ struct PathTx {
     bool probe_sent_in_period = false;
     bool probe_outstanding = false;
     uint32_t probe_ts = 0;
+    // home route [R-PATH-10]: the route before the first RTO re-path of a failure episode,
+    // probed every home_interval (doubling up to HOME_PROBE_MAX) until it answers; 0: none.
+    uint16_t home_route = 0;
+    Time home_next = 0;
+    uint32_t home_interval = 0;
+    bool home_probe_outstanding = false;
+    uint32_t home_probe_ts = 0;
     // statistics
     uint64_t retransmissions = 0, repaths = 0, packets_sent = 0;
 
@@ -274,6 +281,10 @@ struct EndpointState {
     void on_ack(Connection& c, uint16_t path, const ref::Packet& ack);
     void on_nak(Connection& c, uint16_t path, const ref::Packet& nak);
     void path_timers(Connection& c, uint16_t path);
+    void rto_and_tail_probe(Connection& c, uint16_t path, Time earliest_tx);
+    bool home_probe_allowed(const PathTx& t) const;
+    void home_requalified(PathTx& t) const;
+    void send_home_probe(Connection& c, uint16_t path);
     std::optional<Time> path_deadline(const Connection& c, uint16_t path) const;
     std::vector<uint16_t> path_candidates(const Connection& c) const;
     void complete_sends(Connection& c, uint16_t stream);

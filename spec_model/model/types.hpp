@@ -73,6 +73,8 @@ struct Config {
     uint32_t rto_min_us = 100;
     uint32_t rto_max_us = 6250;  // [R-RTO-3]: at most PEER_TIMEOUT / 8
     uint32_t pto_min_us = 20;
+    uint32_t home_probe_us = 200;      // HOME_PROBE: first home-route probe after a re-path [R-PATH-10]
+    uint32_t home_probe_max_us = 400;  // HOME_PROBE_MAX: the doubling interval's cap [R-PATH-10]
     uint32_t fs_interval_us = 50;
     uint32_t hint_ttl_us = 1000;
     uint32_t peer_timeout_us = 50000;
@@ -231,6 +233,7 @@ struct Counters {
     uint64_t retransmissions = 0;
     uint64_t voids_sent = 0;
     uint64_t probes_sent = 0;
+    uint64_t home_returns = 0;  // paths moved back to their home route [R-PATH-10]
     uint64_t repaths = 0;
     uint64_t placed_bytes = 0;
     uint64_t ce_marks_seen = 0;

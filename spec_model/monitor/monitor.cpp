@@ -160,6 +160,12 @@ struct TxPath {
     std::deque<std::pair<Nanos, uint32_t>> cwnd_before;
     bool probe_outstanding = false;
     uint32_t probe_ts = 0;
+    // [R-PATH-10]: the home route (0: none) and its probe; the route the path left for it,
+    // and when (real time: frames the sender built before it processed that ACK still use it).
+    uint16_t home_route = 0, left_route = 0;
+    bool home_probe_outstanding = false;
+    uint32_t home_probe_ts = 0;
+    Nanos left_at = -1;
 
     uint32_t max_cwnd() const {
         uint32_t w = 0;
@@ -1121,6 +1127,12 @@ struct Monitor::State {
                 o.state = PsnState::Lost, o.acked_at = now;
         ++t.backoff;
         t.probe_outstanding = false;
+        // [R-PATH-10]: the first re-path of an ACTIVE path with no home route records the route it
+        // leaves (cleared in data_sent if the new route is that one).
+        if (t.state == PathState::Active && t.home_route == 0 && t.have_route) {
+            t.home_route = t.route;
+            t.home_probe_outstanding = false;
+        }
         // The re-path itself.
         if (t.state == PathState::Active) {
             t.state = PathState::Suspect;
@@ -1180,6 +1192,10 @@ struct Monitor::State {
         // A retransmission first tells what the sender's timers did: an RNR wait ended, or, when
         // the PSN was still in flight, an RTO expired [R-REL-7] (which declared the path's
         // in-flight PSNs lost).
+        // [R-PATH-10] in real time: a frame on the route the path just left for its home route, built
+        // before its sender processed the ACK that moved it, is no re-path.
+        const bool before_home = !cfg.virtual_time && t.left_route != 0 && p.udp_sport == t.left_route &&
+                                 t.left_at >= decided - tol() && p.udp_sport != t.route;
         PsnState after_nak = PsnState::InFlight;
         Nanos after_nak_until = 0;
         bool nak_unseen = false;  // this copy was built before its PSN's latest NAK may have reached the sender
@@ -1209,7 +1225,8 @@ struct Monitor::State {
                 // route: the path re-pathed since its previous frame, which only an RTO expiry does
                 // in the model ([R-PATH-4]; the first copy after it is the lowest lost PSN, not
                 // necessarily one that was in flight). The path is SUSPECT from then on [R-PATH-6].
-                const bool expired = o->state == PsnState::InFlight || (t.have_route && p.udp_sport != t.route);
+                const bool expired =
+                    o->state == PsnState::InFlight || (t.have_route && p.udp_sport != t.route && !before_home);
                 if (o->state == PsnState::RnrWait) {
                     if (j)
                         require(decided + tol() >= o->rnr_until, "R-PLC-9", who,
@@ -1321,8 +1338,10 @@ struct Monitor::State {
             o->tx_frame = number;
             o->sport = p.udp_sport;
         }
+        if (before_home) return;
         t.route = p.udp_sport;
         t.have_route = true;
+        if (t.route == t.home_route) t.home_route = 0;  // [R-PATH-10]: the re-path went back home
     }
 
     // [R-CC-7] the model's refresh_credit: grows by ceiling x elapsed µs up to CREDIT_MAX while a
@@ -1561,6 +1580,14 @@ struct Monitor::State {
     void probe_sent(Conn& c, int s, const ref::Packet& p) {
         TxPath& t = c.dir[s].tx[p.path_id];
         if (judged(c.ip[s])) require(p.flags & ref::kFlagAr, "R-REL-6", c.ip[s], "PROBE without AR");
+        if (t.have_route && t.home_route != 0 && p.udp_sport == t.home_route && p.udp_sport != t.route) {
+            // [R-PATH-10]: a home probe, on the route the path had before its re-path; the path stays
+            // on its current route until the probe's answer comes back on the home route.
+            t.home_probe_outstanding = true;
+            t.home_probe_ts = p.timestamp;
+            choice("R-PATH-10: home probe");
+            return;
+        }
         t.probe_outstanding = true;
         t.probe_ts = p.timestamp;
         t.route = p.udp_sport;
@@ -1636,7 +1663,9 @@ struct Monitor::State {
         }
         const bool answered_probe = t.probe_outstanding && a.ts_echo == t.probe_ts;
         if (answered_probe) t.probe_outstanding = false;
-        if (newly > 0 || answered_probe) {
+        const bool answered_home = t.home_route != 0 && t.home_probe_outstanding && a.ts_echo == t.home_probe_ts &&
+                                   a.udp_sport == t.home_route;  // [R-PATH-10]
+        if (newly > 0 || answered_probe || answered_home) {
             t.have_sample = true;
             t.backoff = 0;
         }
@@ -1690,12 +1719,22 @@ struct Monitor::State {
             auto& o = t.out[i];
             if (o.state != PsnState::InFlight) continue;
             const uint32_t psn = t.suna + i;
-            if ((o.tx_count == 1 && slt(psn, highest)) || slt(o.last_tx_ts, a.ts_echo)) {
+            if ((o.tx_count == 1 && slt(psn, highest)) || (!answered_home && slt(o.last_tx_ts, a.ts_echo))) {
                 o.state = PsnState::Lost;
                 o.acked_at = now;  // (when the loss became known)
             }
         }
         if ((newly > 0 || answered_probe) && t.state != PathState::Active) {  // [R-PATH-6]
+            t.state = PathState::Active;
+            t.cc = {TxPath::Cc{.cwnd = c.init_cwnd()}};
+            t.consecutive_repaths = 0;
+        }
+        if (answered_home) {  // [R-PATH-10]: back to the home route, ACTIVE, at INIT_CWND
+            t.left_route = t.route;
+            t.left_at = now;
+            t.route = t.home_route;
+            t.home_route = 0;
+            t.home_probe_outstanding = false;
             t.state = PathState::Active;
             t.cc = {TxPath::Cc{.cwnd = c.init_cwnd()}};
             t.consecutive_repaths = 0;

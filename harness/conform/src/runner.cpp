@@ -208,7 +208,9 @@ private:
         if (s == "CONNECT_RETRY") return i.connect_retry_us;
         if (s == "CONNECT_TRIES") return 8;
         if (s == "HINT_TTL") return 1000;
-        if (s == "INIT_CWND")  // [R-CC-1]
+        if (s == "HOME_PROBE") return 200;      // [R-PATH-10]
+        if (s == "HOME_PROBE_MAX") return 400;  // [R-PATH-10]
+        if (s == "INIT_CWND")                   // [R-CC-1]
             return std::max<int64_t>(1, std::min<int64_t>({16, wcap_, paths_ ? 64 / paths_ : 16}));
         if (s == "MAXPAY") return maxpay_;
         if (s == "PATHS") return paths_;

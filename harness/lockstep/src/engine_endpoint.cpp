@@ -77,6 +77,8 @@ DeviceConfig engine_config_from(const model::Config& m) {
     d.rto_min_us = m.rto_min_us;
     d.rto_max_us = m.rto_max_us;
     d.pto_min_us = m.pto_min_us;
+    d.home_probe_us = m.home_probe_us;
+    d.home_probe_max_us = m.home_probe_max_us;
     d.fs_interval_us = m.fs_interval_us;
     d.hint_ttl_us = m.hint_ttl_us;
     d.peer_timeout_us = m.peer_timeout_us;
