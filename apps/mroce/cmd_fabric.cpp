@@ -344,6 +344,9 @@ private:
             return false;
         }
         base_.fabric.planes = o_.planes;
+        // Scenarios about planes take more by default (--planes overrides); the config JSON shows the run's.
+        if (o_.planes == 1 && o_.scenario == "collective") base_.fabric.planes = 8;
+        if (o_.planes == 1 && o_.scenario == "plane-failure") base_.fabric.planes = 4;
         base_.fabric.rate_gbps = o_.rate_gbps;
         base_.fabric.link_delay_us = o_.delay_us;
         base_.fabric.hosts_per_leaf = o_.hosts_per_leaf;
@@ -678,7 +681,6 @@ private:
     void scenario_collective() {
         fabric::ScenarioOptions o = base_;
         o.fabric.hosts = o_.hosts ? o_.hosts : 64;
-        if (o_.planes == 1) o.fabric.planes = 8;  // the scenario is about planes; --planes overrides
         const uint32_t channels = o_.channels ? o_.channels : o.fabric.planes;
         o.mroce.offer.streams = uint16_t(std::min<uint32_t>(channels, 64));
         o.deadline_us = (o_.deadline_ms > 0 ? o_.deadline_ms : 2000) * 1000;
@@ -819,7 +821,6 @@ private:
     void scenario_plane_failure() {
         fabric::ScenarioOptions o = base_;
         o.fabric.hosts = o_.hosts ? o_.hosts : 32;
-        if (o_.planes == 1) o.fabric.planes = 4;  // the scenario needs planes; --planes overrides
         o.fabric.plane_window_us = 20;
         o.fabric.failures = {fabric::Failure{o_.fail_us, o_.back_us > 0 ? o_.back_us : -1, 0, -1}};
         o.mroce.capacity_fraction = o_.load;
