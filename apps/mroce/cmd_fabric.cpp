@@ -741,7 +741,7 @@ private:
                         const double cold_us = o_.warmup ? span(0, timed ? timed : r.flows.size()) : time_us;
                         const double algbw = complete && time_us > 0 ? double(size) / (time_us * 1e3) : 0;  // GB/s
                         const double busbw = algbw * coll.bus_factor();
-                        row.goodput_gbps = busbw * 8;
+                        row.goodput_gbps = goodput_by_deadline(r);  // all steps' bytes, as other scenarios
                         cells.push_back({std::to_string(size), std::to_string(size / 4), "float",
                                          o_.op == "alltoall" ? "none" : "sum", fabric::collective_name(algo),
                                          fabric::transport_name(t), fmt(loss, 1),

@@ -98,9 +98,7 @@ int64_t RunBook::flow_of(uint32_t src, uint32_t dst) const {
     if (it == by_pair_.end()) return -1;
     PairFlows& p = it->second;
     while (p.open < p.flows.size() && outcomes_[p.flows[p.open]].done) ++p.open;
-    for (size_t i = p.open; i < p.flows.size(); ++i)
-        if (!outcomes_[p.flows[i]].done) return p.flows[i];
-    return -1;
+    return p.open < p.flows.size() ? int64_t(p.flows[p.open]) : -1;
 }
 
 void RunBook::received_bytes(size_t f, uint32_t bytes) {

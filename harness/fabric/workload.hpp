@@ -127,7 +127,8 @@ public:
     // The memory a host registers once: its flows' sources and sinks lie inside.
     std::vector<std::pair<uint8_t*, uint64_t>> host_memory(uint32_t host);
     static uint64_t offset(size_t f) { return (f * 4160) % (64 * 1024); }
-    // The flows of (src, dst) in index order (empty if none), and the first of them not done (-1 if none).
+    // The flows of (src, dst) in index order (empty if none), and the first of them not done (-1 if none;
+    // a channel's later step may finish first, and its bytes then count for the earlier one).
     const std::vector<uint32_t>& flows_of(uint32_t src, uint32_t dst) const;
     int64_t flow_of(uint32_t src, uint32_t dst) const;
 
