@@ -57,9 +57,11 @@ Runner add_demo(CLI::App& app, const GlobalOptions& global) {
             (*r)["spurious_percent_of_data"] = data ? 100.0 * double(spurious) / double(data) : 0.0;
         }
         auto show = [](const char* name, const json& r) {
-            std::printf("%-9s goodput %7.3f Gb/s  %8.0f msg/s  %s  repaths %llu\n", name, r.value("goodput_gbps", 0.0),
-                        r.value("msgs_per_s", 0.0), r.value("verified", false) ? "verified" : "NOT VERIFIED",
-                        (unsigned long long)r.value("repaths", 0ull));
+            std::printf("%-9s goodput %7.3f Gb/s  %8.0f msg/s  %s  repaths %llu  home returns %llu\n", name,
+                        r.value("goodput_gbps", 0.0), r.value("msgs_per_s", 0.0),
+                        r.value("verified", false) ? "verified" : "NOT VERIFIED",
+                        (unsigned long long)r.value("repaths", 0ull),
+                        (unsigned long long)r.value("home_returns", 0ull));
             const json k = r.value("retx_by_cause", json::object());
             const auto n = [&k](const char* cause) { return (unsigned long long)k.value(cause, 0ull); };
             std::printf("          retransmissions %llu (gap %llu, rto %llu, probe %llu, rnr %llu",
@@ -69,11 +71,13 @@ Runner add_demo(CLI::App& app, const GlobalOptions& global) {
                         r.value("spurious_percent_of_data", 0.0));
             if (r.contains("paths"))
                 for (const auto& q : r["paths"])
-                    std::printf("          path %d %-7s packets %9llu  retx %7llu  repaths %3llu  srtt %5u us\n",
-                                q.value("path", 0), q.value("state", "?").c_str(),
-                                (unsigned long long)q.value("packets", 0ull),
-                                (unsigned long long)q.value("retransmissions", 0ull),
-                                (unsigned long long)q.value("repaths", 0ull), q.value("srtt_us", 0u));
+                    std::printf(
+                        "          path %d %-7s packets %9llu  retx %7llu  repaths %3llu  home returns %3llu  srtt %5u "
+                        "us\n",
+                        q.value("path", 0), q.value("state", "?").c_str(), (unsigned long long)q.value("packets", 0ull),
+                        (unsigned long long)q.value("retransmissions", 0ull),
+                        (unsigned long long)q.value("repaths", 0ull), (unsigned long long)q.value("home_returns", 0ull),
+                        q.value("srtt_us", 0u));
             if (r.contains("error")) std::printf("          error: %s\n", r["error"].get<std::string>().c_str());
         };
         show("0% loss", clean);

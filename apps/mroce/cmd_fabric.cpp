@@ -131,6 +131,8 @@ json row_json(const Row& row) {
                                std::to_string(f.spec.dst) + ": " + (f.done ? std::string("bytes differ") : f.error));
         }
     const double wall = std::max(r.wall_s, 1e-9);
+    // The engine's counters (the model's hosts, mroce-model and mroce-lockstep, report none).
+    const bool engine = row.run.transport == Transport::Mroce;
     return json{{"scenario", row.scenario},
                 {"transport", fabric::transport_name(row.run.transport)},
                 {"loss_pct", row.run.loss * 100},
@@ -164,6 +166,9 @@ json row_json(const Row& row) {
                 {"spurious", r.totals.spurious},
                 {"timeouts", r.totals.timeouts},
                 {"rate_cuts", r.totals.rate_cuts},
+                // [R-PATH-4], [R-PATH-10]: mroce's route changes (RoCEv2 has one route per QP).
+                {"repaths", engine ? json(r.totals.repaths) : json(nullptr)},
+                {"home_returns", engine ? json(r.totals.home_returns) : json(nullptr)},
                 {"sim_us", r.sim_end_us},
                 {"wall_s", r.wall_s},
                 {"events", r.events},
@@ -847,6 +852,9 @@ private:
                              us_rtt(f.moved_us), us_rtt(f.dead_tx_us), fmt(f.plane_before_gbps, 0),
                              o_.back_us > 0 ? fmt(f.plane_after_gbps, 0) : "-",
                              o_.back_us > 0 ? us_rtt(f.returned_us) : "-",
+                             t == Transport::Mroce
+                                 ? std::to_string(r.totals.repaths) + " / " + std::to_string(r.totals.home_returns)
+                                 : "-",
                              std::to_string(r.done()) + "/" + std::to_string(r.flows.size()), fmt(r.max_fct_us(), 0)});
             plane_figures_.push_back({fabric::transport_name(t), f, base_rtt});
             if (o_.plots) {
@@ -884,9 +892,10 @@ private:
                   << "; Gb/s = delivered to all hosts (20 us windows, until the first flow ends); moved = from the "
                      "failure until the total stays >= 95% of before; dead tx = last data handed to plane 0 after "
                      "the failure (home probes [R-PATH-10] aside); returned = from the return until plane 0 carries "
-                     "half its share\n";
+                     "half its share; re-paths / home returns = paths moved off a route on an RTO, and back to it "
+                     "once a home probe was answered (all hosts)\n";
         print_table({"transport", "before Gb/s", "during", "moved after us", "dead tx until us", "plane0 before",
-                     "after", "returned after us", "done", "max FCT"},
+                     "after", "returned after us", "re-paths / home returns", "done", "max FCT"},
                     cells);
     }
 

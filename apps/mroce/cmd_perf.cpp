@@ -443,6 +443,7 @@ json path_stats(const Device& d, uint32_t conn) {
                        {"retransmissions", pi->retransmissions},
                        {"retx_by_cause", causes_json(pi->retx_by_cause)},
                        {"repaths", pi->repaths},
+                       {"home_returns", pi->home_returns},
                        {"srtt_us", pi->srtt},
                        {"cwnd", pi->cwnd}});
     }
@@ -575,6 +576,7 @@ json summary(const Common& c, uint64_t msgs, uint64_t bytes, double secs, const 
             {"retransmissions", k.retransmissions},
             {"retx_by_cause", causes_json(k.retx_by_cause)},
             {"repaths", k.repaths},
+            {"home_returns", k.home_returns},  // [R-PATH-10]
             {"probes", k.probes_sent},
             {"data_packets", k.data_sent},
             {"paths", path_stats(sender, conn)},
@@ -929,9 +931,10 @@ void print_human(const json& r) {
         std::cout << "op " << r.value("op", "?") << "  msg " << r.value("msg_size", 0) << " B  messages "
                   << r.value("messages", 0ull) << "  bytes " << r.value("bytes", 0ull) << "  seconds "
                   << r.value("seconds", 0.0) << "\n";
-        std::printf("goodput %.3f Gb/s  %.0f msg/s  retransmissions %llu  repaths %llu\n", r.value("goodput_gbps", 0.0),
-                    r.value("msgs_per_s", 0.0), (unsigned long long)r.value("retransmissions", 0ull),
-                    (unsigned long long)r.value("repaths", 0ull));
+        std::printf("goodput %.3f Gb/s  %.0f msg/s  retransmissions %llu  repaths %llu  home returns %llu\n",
+                    r.value("goodput_gbps", 0.0), r.value("msgs_per_s", 0.0),
+                    (unsigned long long)r.value("retransmissions", 0ull), (unsigned long long)r.value("repaths", 0ull),
+                    (unsigned long long)r.value("home_returns", 0ull));
         if (r.contains("retx_by_cause")) {
             const json& k = r["retx_by_cause"];
             std::printf(
@@ -949,7 +952,7 @@ void print_human(const json& r) {
         for (const auto& p : r["paths"])
             std::cout << "  path " << p["path"] << " " << p["state"].get<std::string>() << " route " << p["route"]
                       << " packets " << p["packets"] << " retx " << p["retransmissions"] << " repaths " << p["repaths"]
-                      << " srtt " << p["srtt_us"] << " µs\n";
+                      << " home returns " << p.value("home_returns", 0ull) << " srtt " << p["srtt_us"] << " µs\n";
     if (r.contains("planes"))
         for (const auto& p : r["planes"]) {
             std::cout << "  plane " << p["plane"] << " tx " << p["tx_frames"] << " rx " << p["rx_frames"];

@@ -134,6 +134,8 @@ public:
             result_.totals.ce_seen += c.ce_marks_seen;
             result_.totals.rate_cuts += c.cwnd_decreases;
             result_.totals.host_rx_drops += hf.host->rx_ring_drops();
+            result_.totals.repaths += c.repaths;
+            result_.totals.home_returns += c.home_returns;
         }
         result_.fabric = fabric_.stats();
         result_.plane_window_us = fabric_.config().plane_window_us;

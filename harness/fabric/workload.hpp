@@ -69,6 +69,9 @@ struct TransportTotals {
     uint64_t data_packets = 0, retransmissions = 0, spurious = 0, timeouts = 0;
     uint64_t ce_seen = 0, rate_cuts = 0;  // CE marks seen by receivers; window or rate decreases
     uint64_t host_rx_drops = 0;           // frames a host's receive ring could not hold
+    // mroce only: paths moved to another route on an RTO [R-PATH-4], and back to their home route
+    // once a home probe was answered on it [R-PATH-10].
+    uint64_t repaths = 0, home_returns = 0;
 };
 
 struct RunResult {

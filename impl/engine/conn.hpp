@@ -102,6 +102,7 @@ struct PathTx {
   uint16_t home_route = 0;
   bool home_probe_outstanding = false;
   uint32_t home_probe_ts = 0, home_interval = 0;
+  uint32_t home_returns = 0;  // statistics: times the path went back to its home route
   uint64_t home_next = 0;
 };
 

@@ -144,6 +144,7 @@ std::optional<PathInfo> Engine::path_info(uint32_t conn, uint16_t path) const no
   v.retx_by_cause = t.retx_by_cause;
   v.repaths = t.repaths;
   v.packets_sent = t.packets_sent;
+  v.home_returns = t.home_returns;
   v.rate_ceiling_mbps = rate_limited(*c, now_) ? c->rate.ceiling : 0;
   v.credit_bits = credit_at(*c, now_);
   return v;

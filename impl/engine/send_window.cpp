@@ -762,6 +762,7 @@ void Engine::on_ack(Conn& c, uint16_t p, const View& v) noexcept {
     t.ai_count = 0;
     t.in_decrease = false;
     t.consecutive_repaths = 0;
+    ++t.home_returns;
     ++counters_.home_returns;
   }
   // Completions, streams in ascending order (the model walks every stream; only these can complete).

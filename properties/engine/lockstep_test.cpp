@@ -974,6 +974,8 @@ RequirementScenario R_PATH_10_PathReturnsToItsHomeRoute() {
     EXPECT_EQ(v->state, model::PathState::Active);
     EXPECT_EQ(v->route, *home);
     EXPECT_EQ(v->repaths, 1u);
+    EXPECT_EQ(v->home_returns, 1u);  // counted once, on path 0 only
+    for (uint16_t p = 1; p < o.conn(A)->paths; ++p) EXPECT_EQ(o.path(A, p)->home_returns, 0u) << p;
   };
   return r;
 }

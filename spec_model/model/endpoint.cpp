@@ -673,6 +673,7 @@ std::optional<PathView> Endpoint::path_view(uint32_t conn, uint16_t path) const 
     v.retransmissions = t.retransmissions;
     v.repaths = t.repaths;
     v.packets_sent = t.packets_sent;
+    v.home_returns = t.home_returns;
     return v;
 }
 

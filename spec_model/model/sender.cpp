@@ -428,6 +428,7 @@ void EndpointState::on_ack(Connection& c, uint16_t path, const ref::Packet& ack)
         t.ai_count = 0;
         t.in_decrease = false;
         t.consecutive_repaths = 0;
+        ++t.home_returns;
         ++counters.home_returns;
     }
     for (uint16_t st = 0; st < c.sstreams.size(); ++st) complete_sends(c, st);

@@ -115,6 +115,7 @@ struct PathTx {
     uint32_t home_probe_ts = 0;
     // statistics
     uint64_t retransmissions = 0, repaths = 0, packets_sent = 0;
+    uint64_t home_returns = 0;  // [R-PATH-10]: times the path went back to its home route
 
     uint32_t in_flight() const {
         uint32_t n = 0;

@@ -217,6 +217,7 @@ struct PathView {  // what the spec makes observable about one path of the sendi
     uint32_t srtt = 0, rto = 0;
     uint64_t retransmissions = 0, repaths = 0;
     uint64_t packets_sent = 0;
+    uint64_t home_returns = 0;  // returns to the home route [R-PATH-10]
 };
 
 // Drop and refusal counters [R-VAL-3], [R-SEC-*].

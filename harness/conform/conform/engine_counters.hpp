@@ -25,6 +25,7 @@ inline std::vector<std::pair<std::string_view, uint64_t>> engine_counters(const 
         {"voids_sent", k.voids_sent},
         {"probes_sent", k.probes_sent},
         {"repaths", k.repaths},
+        {"home_returns", k.home_returns},  // optional [R-PATH-10]
         {"placed_bytes", k.placed_bytes},
         {"ce_marks_seen", k.ce_marks_seen},
         {"cwnd_decreases", k.cwnd_decreases},

@@ -35,7 +35,8 @@ std::string pv_text(const std::optional<model::PathView>& v) {
     std::ostringstream os;
     os << "state=" << int(v->state) << " route=" << v->route << " snxt=" << v->snxt << " suna=" << v->suna
        << " inflight=" << v->in_flight << " cwnd=" << v->cwnd << " srtt=" << v->srtt << " rto=" << v->rto
-       << " retx=" << v->retransmissions << " repaths=" << v->repaths << " sent=" << v->packets_sent;
+       << " retx=" << v->retransmissions << " repaths=" << v->repaths << " home_returns=" << v->home_returns
+       << " sent=" << v->packets_sent;
     return os.str();
 }
 

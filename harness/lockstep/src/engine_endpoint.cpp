@@ -246,6 +246,7 @@ std::optional<model::PathView> EngineEndpoint::path_view(uint32_t conn, uint16_t
     v.retransmissions = p->retransmissions;
     v.repaths = p->repaths;
     v.packets_sent = p->packets_sent;
+    v.home_returns = p->home_returns;
     return v;
 }
 

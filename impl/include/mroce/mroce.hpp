@@ -237,6 +237,7 @@ struct PathInfo {
   uint32_t snxt = 0, suna = 0, in_flight = 0, cwnd = 0;
   uint32_t srtt = 0, rto = 0;  // rto includes the backoff
   uint64_t retransmissions = 0, repaths = 0, packets_sent = 0;
+  uint64_t home_returns = 0;  // times it went back to its home route [R-PATH-10]
   RetransmissionCauses retx_by_cause;
   // The connection's rate ceiling and credit, the same on every path of it: the ceiling in force
   // in Mb/s (0: unlimited) [R-CC-6], and the credit in bits at the last event [R-CC-7].
