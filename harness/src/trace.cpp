@@ -11,7 +11,8 @@ namespace mroce::harness {
 namespace {
 
 // Every field of model::Config, by the name used in traces. The canary knob of the model is
-// included when the model has it (it is a test-only field that may not exist).
+// included when the model has it (it is a test-only field that may not exist). A field added after
+// traces were first kept is also listed in optional_config_field().
 template <class C, class F>
 void for_each_config_field(C& c, F&& f) {
     f("udp_port", c.udp_port);
@@ -31,6 +32,8 @@ void for_each_config_field(C& c, F&& f) {
     f("rto_min_us", c.rto_min_us);
     f("rto_max_us", c.rto_max_us);
     f("pto_min_us", c.pto_min_us);
+    f("home_probe_us", c.home_probe_us);          // [R-PATH-10]
+    f("home_probe_max_us", c.home_probe_max_us);  // [R-PATH-10]
     f("fs_interval_us", c.fs_interval_us);
     f("hint_ttl_us", c.hint_ttl_us);
     f("peer_timeout_us", c.peer_timeout_us);
@@ -44,6 +47,10 @@ void for_each_config_field(C& c, F&& f) {
     if constexpr (requires { c.canary_skip_one_retransmission; })
         f("canary_skip_one_retransmission", c.canary_skip_one_retransmission);
 }
+
+// Config fields that traces recorded before them lack: such a trace has model::Config's default,
+// the spec's value (HOME_PROBE / HOME_PROBE_MAX, A-39), which is what recorded it.
+bool optional_config_field(std::string_view name) { return name == "home_probe_us" || name == "home_probe_max_us"; }
 
 std::string hexs(uint64_t v) {
     char b[24];
@@ -323,6 +330,7 @@ ParsedTrace parse_trace(std::string_view text) {
             c.self = parse_address(f);
             size_t known = 3;  // mac, ipv6, ip
             for_each_config_field(c, [&](const char* name, auto& v) {
+                if (!f.has(name) && optional_config_field(name)) return;
                 f.into(name, v);
                 ++known;
             });
