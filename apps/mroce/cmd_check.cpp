@@ -27,7 +27,8 @@ struct CheckOptions {
     double tolerance_us = 500, tolerance_prop = 0.1;
     bool strict = false;
     uint32_t rto_min_us = 100, rto_init_us = 1000, rto_max_us = 6250, rnr_default_us = 100;
-    uint64_t max_frames = 0;  // 0: every frame
+    uint32_t home_probe_us = 200, home_probe_max_us = 400;  // [R-PATH-10]
+    uint64_t max_frames = 0;                                // 0: every frame
 };
 
 struct Tap {
@@ -51,6 +52,8 @@ monitor::Monitor judge(const Tap& tap, const CheckOptions& o, const std::vector<
     c.rto_init_us = o.rto_init_us;
     c.rto_max_us = o.rto_max_us;
     c.rnr_default_us = o.rnr_default_us;
+    c.home_probe_us = o.home_probe_us;
+    c.home_probe_max_us = o.home_probe_max_us;
     monitor::Monitor m(c);
     monitor::Nanos last = 0;
     for (const auto* f : tap.frames) {
@@ -232,6 +235,9 @@ Runner add_check(CLI::App& app, const GlobalOptions& global) {
     sub->add_option("--rto-init-us", o->rto_init_us, "The endpoints' configured RTO_INIT")->capture_default_str();
     sub->add_option("--rto-max-us", o->rto_max_us, "The endpoints' configured RTO_MAX")->capture_default_str();
     sub->add_option("--rnr-default-us", o->rnr_default_us, "The endpoints' RNR_DEFAULT")->capture_default_str();
+    sub->add_option("--home-probe-us", o->home_probe_us, "The endpoints' HOME_PROBE")->capture_default_str();
+    sub->add_option("--home-probe-max-us", o->home_probe_max_us, "The endpoints' HOME_PROBE_MAX")
+        ->capture_default_str();
     sub->add_flag("--strict", o->strict, "Also check the SHOULDs");
     sub->add_option("--max-frames", o->max_frames,
                     "Judge only each capture's first N frames (a capture cut short there)");

@@ -166,6 +166,14 @@ struct TxPath {
     bool home_probe_outstanding = false;
     uint32_t home_probe_ts = 0;
     Nanos left_at = -1;
+    // [R-PATH-10]: the earliest the next home probe may go, by the model's schedule (HOME_PROBE after
+    // the re-path, then home_gap_us after the previous probe, the interval doubling after each up to
+    // HOME_PROBE_MAX): on the tap's clock (virtual time) and the sender's (its timestamps, real
+    // time); unknown while the re-path's time is. home_from_frame: the re-path or previous probe.
+    bool home_due_known = false;
+    Nanos home_due_at = 0;
+    uint32_t home_due_ts = 0, home_gap_us = 0, home_interval_us = 0, home_probes = 0;
+    uint64_t home_from_frame = 0;
 
     uint32_t max_cwnd() const {
         uint32_t w = 0;
@@ -1098,26 +1106,34 @@ struct Monitor::State {
                 o->state = PsnState::Lost, o->acked_at = now;
             return;
         }
+        // The earliest the expiry (the re-path) can have been, on the tap's clock (virtual time) or the
+        // sender's (real time): the RTO bound, or this frame if it came first within the tolerance.
+        // Unknown without an in-flight PSN, with RNR activity, or when the bound was broken.
+        bool expiry_known = false;
+        Nanos expiry_at = 0;
+        uint32_t expiry_ts = 0;
         if (earliest != INT64_MAX && rnr_unsettled(t)) {
             indeterminate("R-REL-7");
         } else if (earliest != INT64_MAX && !cfg.virtual_time) {
             // A tap stamps frames when it sees them, possibly in bulk and late; the sender's own
             // timestamps say when it sent them. Only the in-flight send is known on that clock.
             const uint32_t waited = p.timestamp - earliest_ts;
-            require(uint64_t(waited) + uint64_t(tol(Nanos(base_us) * 1000) / 1000) >= base_us, "R-REL-7", who,
-                    "retransmission before any loss evidence and before the RTO could expire (" +
-                        std::to_string(waited) +
-                        " us after the earliest in-flight send, by the sender's own timestamps; RTO >= " +
-                        std::to_string(base_us) + " us)",
-                    {why_frame});
+            expiry_known = require(
+                uint64_t(waited) + uint64_t(tol(Nanos(base_us) * 1000) / 1000) >= base_us, "R-REL-7", who,
+                "retransmission before any loss evidence and before the RTO could expire (" + std::to_string(waited) +
+                    " us after the earliest in-flight send, by the sender's own timestamps; RTO >= " +
+                    std::to_string(base_us) + " us)",
+                {why_frame});
+            expiry_ts = waited >= base_us ? earliest_ts + uint32_t(base_us) : p.timestamp;
         } else if (earliest != INT64_MAX) {
             const Nanos from = std::max(earliest, t.last_ack);
             const Nanos due = from + Nanos(base_us) * 1000;
-            require(now + tol(Nanos(base_us) * 1000) >= due, "R-REL-7", who,
-                    "retransmission before any loss evidence and before the RTO could expire (" +
-                        std::to_string((now - from) / 1000) +
-                        " us after the last ACK or send, RTO >= " + std::to_string(base_us) + " us)",
-                    {why_frame});
+            expiry_known = require(now + tol(Nanos(base_us) * 1000) >= due, "R-REL-7", who,
+                                   "retransmission before any loss evidence and before the RTO could expire (" +
+                                       std::to_string((now - from) / 1000) +
+                                       " us after the last ACK or send, RTO >= " + std::to_string(base_us) + " us)",
+                                   {why_frame});
+            expiry_at = std::min(due, now);
         }
         // The expiry declares the PSNs then in flight lost. A copy that already went out on the new
         // route (earlier in this burst: a PSN lost by a gap, held by the window until the expiry
@@ -1132,6 +1148,13 @@ struct Monitor::State {
         if (t.state == PathState::Active && t.home_route == 0 && t.have_route) {
             t.home_route = t.route;
             t.home_probe_outstanding = false;
+            // The first home probe HOME_PROBE after the re-path at the earliest.
+            t.home_due_known = expiry_known;
+            t.home_due_at = expiry_at + Nanos(cfg.home_probe_us) * 1000;
+            t.home_due_ts = expiry_ts + cfg.home_probe_us;
+            t.home_gap_us = t.home_interval_us = cfg.home_probe_us;
+            t.home_probes = 0;
+            t.home_from_frame = number;
         }
         // The re-path itself.
         if (t.state == PathState::Active) {
@@ -1583,8 +1606,17 @@ struct Monitor::State {
         if (t.have_route && t.home_route != 0 && p.udp_sport == t.home_route && p.udp_sport != t.route) {
             // [R-PATH-10]: a home probe, on the route the path had before its re-path; the path stays
             // on its current route until the probe's answer comes back on the home route.
+            if (judged(c.ip[s])) home_probe_timing(t, c.ip[s], p);
             t.home_probe_outstanding = true;
             t.home_probe_ts = p.timestamp;
+            // The model's schedule from this probe on: the interval, then doubled.
+            t.home_due_known = true;
+            t.home_due_at = now + Nanos(t.home_interval_us) * 1000;
+            t.home_due_ts = p.timestamp + t.home_interval_us;
+            t.home_gap_us = t.home_interval_us;
+            t.home_interval_us = std::min(cfg.home_probe_max_us, 2 * t.home_interval_us);
+            ++t.home_probes;
+            t.home_from_frame = number;
             choice("R-PATH-10: home probe");
             return;
         }
@@ -1592,6 +1624,27 @@ struct Monitor::State {
         t.probe_ts = p.timestamp;
         t.route = p.udp_sport;
         t.have_route = true;
+    }
+
+    // [R-PATH-10]: a home probe goes no earlier than HOME_PROBE after the re-path, and no earlier than
+    // the interval after the previous one (the tolerance allowed for: a timer firing early by less is
+    // processing lag). A late one is no violation: a probe that fell due while the path did not
+    // qualify goes once it does.
+    void home_probe_timing(const TxPath& t, const Ip& who, const ref::Packet& p) {
+        if (!t.home_due_known) {
+            indeterminate("R-PATH-10");
+            return;
+        }
+        const Nanos gap = Nanos(t.home_gap_us) * 1000;
+        // How early it is against the schedule (> 0: before its time), by the clock that is exact.
+        const Nanos early = cfg.virtual_time ? t.home_due_at - now : Nanos(int32_t(t.home_due_ts - p.timestamp)) * 1000;
+        const std::string after = t.home_probes ? "the previous home probe" : "the re-path (its RTO bound)";
+        require(early <= tol(gap), "R-PATH-10", who,
+                "home probe " + std::to_string((gap - early) / 1000) + " us after " + after + ", before " +
+                    (t.home_probes ? "the interval (" + std::to_string(t.home_gap_us) +
+                                         " us: HOME_PROBE, doubling after each home probe up to HOME_PROBE_MAX)"
+                                   : "HOME_PROBE (" + std::to_string(t.home_gap_us) + " us)"),
+                {t.home_from_frame});
     }
 
     void fail_message(Direction& d, uint16_t stream, uint32_t msn) {

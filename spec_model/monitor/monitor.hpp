@@ -51,6 +51,7 @@ struct Config {
     // Configured timers of the judged endpoints (µs) ([R-RTO-3], [R-PLC-9]).
     uint32_t rto_min_us = 100, rto_init_us = 1000, rto_max_us = 6250, rnr_default_us = 100;
     uint32_t peer_timeout_us = 50000, hint_ttl_us = 1000;
+    uint32_t home_probe_us = 200, home_probe_max_us = 400;  // HOME_PROBE, HOME_PROBE_MAX [R-PATH-10]
     bool exact_capture = true;  // false (a tap): evidence of a missed frame is tap loss, not a violation
     // Whether a missing ACK ([R-ACK-2], [R-ACK-3] deadlines) is a violation. Off when the tap's
     // position is only inferred: an ACK lost between its sender and the tap looks like one never

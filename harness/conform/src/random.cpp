@@ -67,6 +67,8 @@ Outcome judge(const harness::Scenario& sc, harness::CheckMode mode, const std::s
     mc.rto_init_us = sc.config[1].rto_init_us;
     mc.rto_max_us = sc.config[1].rto_max_us;
     mc.rnr_default_us = sc.config[1].rnr_default_us;
+    mc.home_probe_us = sc.config[1].home_probe_us;
+    mc.home_probe_max_us = sc.config[1].home_probe_max_us;
     mc.peer_timeout_us = sc.config[1].peer_timeout_us;
     mc.hint_ttl_us = sc.config[1].hint_ttl_us;
     monitor::Monitor m(mc);

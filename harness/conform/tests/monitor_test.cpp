@@ -617,6 +617,79 @@ TEST(Monitor, TheInitiatorDropsAnAcceptAboveItsOfferOrFromElsewhere) {
     EXPECT_GT(k.m.tally().at("R-ACK-4").checked, 0u);
 }
 
+// [R-PATH-10]: A's path 0 sends PSN 0 (of a 2-segment Write) on route 50000 at 0 and nothing comes
+// back: its RTO (RTO_INIT, no sample) expires at 1 ms and re-paths it to 51234, which makes 50000
+// its home route. Acknowledged there, it sends PSN 1, still in flight when A probes its home route
+// `probes_us` after the re-path (its sender's timestamps the tap's times). Returns the violations.
+std::vector<std::string> home_probes_at(Config c, std::initializer_list<uint32_t> probes_us, Nanos ts_early_us = 0) {
+    Talk k(std::move(c));
+    k.setup(1, 4);
+    k.write(0, 0, 2);
+    const Nanos repath = 1'000'000;
+    k.t = repath;
+    k.retransmit(0, 2, 51234);
+    k.t += 2000;
+    auto ack = k.base(false, Opcode::Ack);
+    ack.udp_sport = 51234;  // the reply route [R-ACK-5]
+    ack.cpsn = Talk::kIsnA;
+    ack.ts_echo = uint32_t(repath / 1000);
+    k.send(ack);
+    k.t += 1000;
+    auto next = k.base(true, Opcode::Write);
+    next.udp_sport = 51234;
+    next.psn = Talk::kIsnA + 1;
+    next.msg_length = 2048;
+    next.msg_offset = 1024;
+    next.rkey = 0x100;
+    k.send(next, 1024);
+    for (uint32_t us : probes_us) {
+        k.t = repath + Nanos(us) * 1000;
+        auto probe = k.base(true, Opcode::Probe);
+        probe.flags = ref::kFlagAr;
+        probe.timestamp -= uint32_t(ts_early_us);  // built earlier than the tap saw it
+        k.send(probe);
+    }
+    EXPECT_GT(k.m.tally().count("R-PATH-10"), 0u);
+    return k.rules();
+}
+
+// The model's schedule is accepted: HOME_PROBE (200 us) after the re-path, then 200 us (the interval
+// doubles after each probe, for the one after), then 400 (HOME_PROBE_MAX), and later than due.
+TEST(Monitor, HomeProbesOnTheModelsScheduleAreAccepted) {
+    EXPECT_TRUE(home_probes_at(virtual_at_a(), {200, 400, 800, 1200, 1700}).empty());
+    Config other = virtual_at_a();
+    other.home_probe_us = 50;
+    other.home_probe_max_us = 80;
+    EXPECT_TRUE(home_probes_at(other, {50, 100, 180, 260}).empty());
+}
+
+// The canary of the timing check: a home probe before HOME_PROBE after the re-path, or before the
+// interval after the previous one, is [R-PATH-10].
+TEST(Monitor, AHomeProbeBeforeItsTimeIsRPath10) {
+    using V = std::vector<std::string>;
+    EXPECT_EQ(home_probes_at(virtual_at_a(), {199}), V{"R-PATH-10"});
+    EXPECT_EQ(home_probes_at(virtual_at_a(), {200, 399}), V{"R-PATH-10"});
+    EXPECT_EQ(home_probes_at(virtual_at_a(), {200, 400, 799}), V{"R-PATH-10"});  // 400 us after the second
+    Config other = virtual_at_a();
+    other.home_probe_us = 300;  // the judged endpoint's values, not the spec's
+    other.home_probe_max_us = 600;
+    EXPECT_EQ(home_probes_at(other, {250}), V{"R-PATH-10"});
+}
+
+// Over a real port, by the sender's own timestamps, within the tolerance (20 us here): a probe built
+// 10 us early is within it, one built 50 us early is a violation, however late the tap saw it.
+TEST(Monitor, AHomeProbeOverARealPortIsTimedByTheSendersClock) {
+    using V = std::vector<std::string>;
+    Config c = real_time_at_a();
+    c.tolerance = 20 * 1000;
+    EXPECT_TRUE(home_probes_at(c, {200, 400}).empty());
+    EXPECT_TRUE(home_probes_at(c, {190}).empty());
+    EXPECT_TRUE(home_probes_at(c, {260}, 70).empty());  // built at 190
+    EXPECT_EQ(home_probes_at(c, {150}), V{"R-PATH-10"});
+    EXPECT_EQ(home_probes_at(c, {300}, 150), V{"R-PATH-10"});  // built at 150
+    EXPECT_EQ(home_probes_at(c, {200, 350}), V{"R-PATH-10"});
+}
+
 TEST(Monitor, ParsesAddresses) {
     EXPECT_EQ(parse_ip("10.0.0.1")->str(), "10.0.0.1");
     EXPECT_EQ(parse_ip("fd00::1")->str(), "fd00:0:0:0:0:0:0:1");
