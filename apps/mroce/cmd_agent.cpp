@@ -196,6 +196,7 @@ struct Opts {
     uint16_t max_paths = 256, max_streams = 65535, max_payload = 8192, window_cap = 256;
     uint32_t rto_min_us = 100, rto_init_us = 1000, rto_max_us = 6250, pto_min_us = 20;
     uint32_t peer_timeout_us = 50000, rnr_default_us = 100, keepalive_us = 100000, connect_retry_us = 1000;
+    uint32_t home_probe_us = 200, home_probe_max_us = 400;  // [R-PATH-10]
     uint64_t max_mr_mb = 1024;
     bool quiet = false;
     dpdk::IoOptions io;
@@ -223,6 +224,8 @@ nlohmann::json run(const Opts& o, bool quiet) {
     cfg.rnr_default_us = o.rnr_default_us;
     cfg.keepalive_us = o.keepalive_us;
     cfg.connect_retry_us = o.connect_retry_us;
+    cfg.home_probe_us = o.home_probe_us;
+    cfg.home_probe_max_us = o.home_probe_max_us;
     conform::AgentServerOptions so;
     so.name = o.name.empty() ? std::string("mroce-engine ") + MROCE_VERSION + " (agent, " + io.ports[0] + ")" : o.name;
     so.agent = std::string("mroce agent ") + MROCE_VERSION;
@@ -298,6 +301,13 @@ Runner add_agent(CLI::App& app, const GlobalOptions& global) {
         ->capture_default_str();
     sub->add_option("--connect-retry-us", o->connect_retry_us, "CONNECT_RETRY: interval of CONNECT retries")
         ->capture_default_str();
+    sub->add_option("--home-probe-us", o->home_probe_us,
+                    "HOME_PROBE: first probe of a re-pathed path's home route [R-PATH-10]")
+        ->capture_default_str()
+        ->check(CLI::Range(1u, 1000000u));
+    sub->add_option("--home-probe-max-us", o->home_probe_max_us, "HOME_PROBE_MAX: the doubling probe interval's cap")
+        ->capture_default_str()
+        ->check(CLI::Range(1u, 1000000u));
     sub->add_option("--max-mr-mb", o->max_mr_mb, "Largest region reg_mr allocates (MiB)")->capture_default_str();
     sub->add_flag("-q,--quiet", o->quiet, "No client connect/leave lines on stderr");
     dpdk::add_io_options(*sub, o->io);

@@ -41,6 +41,8 @@ struct DutInfo {
     // The tail-probe minimum ([R-REL-6]), the keepalive interval ([R-CONN-6]) and the CONNECT
     // retry interval ([R-CONN-4]); spec defaults when an (older) agent does not declare them.
     uint32_t pto_min_us = 20, keepalive_us = 100000, connect_retry_us = 1000;
+    // HOME_PROBE and HOME_PROBE_MAX ([R-PATH-10]); spec defaults when an agent does not declare them.
+    uint32_t home_probe_us = 200, home_probe_max_us = 400;
     // Whether IPv4 fragments the runner sends reach the DUT's receive path as sent. False when the
     // DUT's port itself reassembles or holds them (DPDK's af_packet PMD asks the kernel to
     // defragment: a lone fragment never gets through), so [R-ENC-3] cannot be tested through it.

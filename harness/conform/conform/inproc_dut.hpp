@@ -19,6 +19,9 @@ struct InprocOptions {
     // runner's wall-clock watchdog can report).
     std::string canary;
     bool ipv6 = false;  // the DUT (and the tester facing it) on IPv6: fd00::2 (fd00::1)
+    // HOME_PROBE / HOME_PROBE_MAX [R-PATH-10]: other values show that scripts and the monitor take
+    // the DUT's, not the spec's.
+    uint32_t home_probe_us = 200, home_probe_max_us = 400;
 };
 
 std::unique_ptr<Dut> make_inproc_dut(const InprocOptions& options = {});

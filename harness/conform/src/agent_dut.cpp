@@ -342,6 +342,10 @@ DutInfo AgentClient::info() {
     if (auto v = r.opt_num("pto_min_us", UINT32_MAX)) d.pto_min_us = uint32_t(*v);
     if (auto v = r.opt_num("keepalive_us", UINT32_MAX)) d.keepalive_us = uint32_t(*v);
     if (auto v = r.opt_num("connect_retry_us", UINT32_MAX)) d.connect_retry_us = uint32_t(*v);
+    if (auto v = r.opt_num("home_probe_us", UINT32_MAX)) d.home_probe_us = uint32_t(*v);
+    if (auto v = r.opt_num("home_probe_max_us", UINT32_MAX)) d.home_probe_max_us = uint32_t(*v);
+    if (d.home_probe_us == 0 || d.home_probe_max_us == 0)  // [R-PATH-10]: a probe interval of 0 is none
+        r.lie("home_probe_us or home_probe_max_us is 0");
     if (const std::string* v = r.opt("ipv4_fragments")) {
         const auto b = agent::parse_bool(*v);
         if (!b) r.lie("ipv4_fragments is not 0 or 1");

@@ -471,6 +471,8 @@ std::string AgentServer::do_info() const {
     out += " " + field("pto_min_us", c.pto_min_us);
     out += " " + field("keepalive_us", c.keepalive_us);
     out += " " + field("connect_retry_us", c.connect_retry_us);
+    out += " " + field("home_probe_us", c.home_probe_us);
+    out += " " + field("home_probe_max_us", c.home_probe_max_us);
     out += std::string(" ipv4_fragments=") + (options_.ipv4_fragments ? "1" : "0");
     return out + "\n";
 }

@@ -90,6 +90,10 @@ public:
         info_.pto_min_us = cfg.pto_min_us;
         info_.keepalive_us = cfg.keepalive_us;
         info_.connect_retry_us = cfg.connect_retry_us;
+        cfg.home_probe_us = o.home_probe_us;
+        cfg.home_probe_max_us = o.home_probe_max_us;
+        info_.home_probe_us = cfg.home_probe_us;
+        info_.home_probe_max_us = cfg.home_probe_max_us;
         mroce::Result err{};
         dev_ = mroce::Device::open(cfg, io_, clock_, &err);
         if (!dev_) throw DutError(std::string("cannot open the engine: ") + mroce::result_name(err));

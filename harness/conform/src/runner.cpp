@@ -180,6 +180,8 @@ private:
         c.rto_max_us = i.rto_max_us;
         c.rnr_default_us = i.rnr_default_us;
         c.peer_timeout_us = i.peer_timeout_us;
+        c.home_probe_us = i.home_probe_us;
+        c.home_probe_max_us = i.home_probe_max_us;
         return c;
     }
     static monitor::Nanos ns(Micros t) { return monitor::Nanos(t) * 1000; }
@@ -208,9 +210,9 @@ private:
         if (s == "CONNECT_RETRY") return i.connect_retry_us;
         if (s == "CONNECT_TRIES") return 8;
         if (s == "HINT_TTL") return 1000;
-        if (s == "HOME_PROBE") return 200;      // [R-PATH-10]
-        if (s == "HOME_PROBE_MAX") return 400;  // [R-PATH-10]
-        if (s == "INIT_CWND")                   // [R-CC-1]
+        if (s == "HOME_PROBE") return i.home_probe_us;          // [R-PATH-10]
+        if (s == "HOME_PROBE_MAX") return i.home_probe_max_us;  // [R-PATH-10]
+        if (s == "INIT_CWND")                                   // [R-CC-1]
             return std::max<int64_t>(1, std::min<int64_t>({16, wcap_, paths_ ? 64 / paths_ : 16}));
         if (s == "MAXPAY") return maxpay_;
         if (s == "PATHS") return paths_;

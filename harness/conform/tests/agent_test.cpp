@@ -80,6 +80,8 @@ DeviceConfig dut_config() {
     c.max_work_requests = 1024;
     c.max_receives = 1024;
     c.cq_size = 1024;
+    c.home_probe_us = 150;  // [R-PATH-10]: not the spec's, so that `info` shows the device's own
+    c.home_probe_max_us = 450;
     return c;
 }
 
@@ -301,6 +303,8 @@ TEST(AgentServer, InfoDescribesTheDevice) {
     EXPECT_EQ(d.pto_min_us, cfg.pto_min_us);
     EXPECT_EQ(d.keepalive_us, cfg.keepalive_us);
     EXPECT_EQ(d.connect_retry_us, cfg.connect_retry_us);
+    EXPECT_EQ(d.home_probe_us, 150u);
+    EXPECT_EQ(d.home_probe_max_us, 450u);
     EXPECT_TRUE(d.ipv4_fragments);  // the bench's in-memory loop alters no frame
     EXPECT_FALSE(d.virtual_time);
     const auto k = c.counters();
@@ -458,6 +462,8 @@ TEST(AgentClient, RejectsLies) {
         {"ok maybe", "unexpected word"},
         {info_ok + " ipv4_fragments=2", "ipv4_fragments"},
         {info_ok + " pto_min_us=-1", "pto_min_us"},
+        {info_ok + " home_probe_us=0", "home_probe_us"},
+        {info_ok + " home_probe_max_us=0", "home_probe_max_us"},
     };
     for (const auto& [resp, why] : infos) {
         AgentClient c(std::make_unique<ScriptedLink>(std::vector<std::string>{resp}), "liar");
@@ -473,16 +479,22 @@ TEST(AgentClient, RejectsLies) {
         EXPECT_EQ(d.pto_min_us, 20u);
         EXPECT_EQ(d.keepalive_us, 100000u);
         EXPECT_EQ(d.connect_retry_us, 1000u);
+        EXPECT_EQ(d.home_probe_us, 200u);  // [R-PATH-10] HOME_PROBE, HOME_PROBE_MAX
+        EXPECT_EQ(d.home_probe_max_us, 400u);
         EXPECT_TRUE(d.ipv4_fragments);
     }
     {
         const std::string newer =
-            info_ok + " pto_min_us=400 keepalive_us=2000000 connect_retry_us=20000 ipv4_fragments=0";
+            info_ok +
+            " pto_min_us=400 keepalive_us=2000000 connect_retry_us=20000 home_probe_us=120 home_probe_max_us=960 "
+            "ipv4_fragments=0";
         AgentClient c(std::make_unique<ScriptedLink>(std::vector<std::string>{newer}), "newer");
         const DutInfo d = c.info();
         EXPECT_EQ(d.pto_min_us, 400u);
         EXPECT_EQ(d.keepalive_us, 2000000u);
         EXPECT_EQ(d.connect_retry_us, 20000u);
+        EXPECT_EQ(d.home_probe_us, 120u);
+        EXPECT_EQ(d.home_probe_max_us, 960u);
         EXPECT_FALSE(d.ipv4_fragments);
     }
     struct Case {

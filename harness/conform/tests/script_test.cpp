@@ -219,5 +219,27 @@ TEST(Runner, AnotherAllowedChoiceThanTheDefaultIsUnsupported) {
     EXPECT_NE(told.messages[0].find("which the DUT claims to make"), std::string::npos) << told.messages[0];
 }
 
+// [R-PATH-10] The runner takes HOME_PROBE / HOME_PROBE_MAX from the DUT, for the scripts' constants and
+// the monitor's bounds: PATH-10-home-route-return passes against an engine configured with other
+// values than the spec's. Below them (100 us) the probe comes before the spec's 200 us, which the
+// script's window and the monitor would call early; above them (300 us) after it, where the script
+// would expect it.
+TEST(Runner, TheHomeProbeIntervalsAreTheDuts) {
+    const Script sc = load_script(MROCE_SOURCE_DIR "/traces/conformance/PATH-10-home-route-return.mcs");
+    for (const auto& [first, max] : {std::pair{200u, 400u}, {100u, 200u}, {300u, 600u}}) {
+        InprocOptions io;
+        io.home_probe_us = first;
+        io.home_probe_max_us = max;
+        auto dut = make_inproc_dut(io);
+        EXPECT_EQ(dut->info().home_probe_us, first);
+        RunOptions o;
+        o.tester = inproc_tester_address();
+        const TestResult r = run_script(sc, *dut, o);
+        EXPECT_EQ(r.outcome, Outcome::Pass) << first << " us: " << (r.messages.empty() ? "" : r.messages[0])
+                                            << (r.violations.empty() ? "" : " " + r.violations[0].what);
+        EXPECT_GT(r.tally.count("R-PATH-10"), 0u);
+    }
+}
+
 }  // namespace
 }  // namespace mroce::conform
