@@ -55,10 +55,11 @@ void FairShare::update(uint64_t now) noexcept {
       remove(c);  // not active: hint 0
       continue;
     }
-    // [R-FS-3]: r = bits / µs = Mb/s; demand = max(C / 1000, 2 r)
+    // [R-FS-3]: r = bits / µs = Mb/s; demand = max(C / 1000, 2 r, 3 share / 4):
+    // a share shrinks by a quarter at most per computation
     const uint64_t rate = c.fair.bits_in_interval / interval;
-    c.fair.demand =
-        static_cast<uint32_t>(std::min<uint64_t>(std::max<uint64_t>(capacity_mbps_ / 1000, 2 * rate), 0xFFFFFFFFu));
+    c.fair.demand = static_cast<uint32_t>(std::min<uint64_t>(
+        std::max({uint64_t(capacity_mbps_ / 1000), 2 * rate, uint64_t(c.fair.share) * 3 / 4}), 0xFFFFFFFFu));
     c.fair.bits_in_interval = 0;
     any = true;
   }

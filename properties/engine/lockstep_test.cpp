@@ -699,6 +699,38 @@ RequirementScenario R_FS_4_SharesSplitCapacityAndNeverExceedIt() {
   return r;
 }
 
+// when a connection's rate falls (here: its Write is done), its share shrinks by a quarter at
+// each computation while it stays active, instead of falling to 2 x its measured rate (C / 1000 here)
+// at once. Shares are read after every step: every change between two nonzero shares keeps at least
+// three quarters, and after the Write some changes are exactly that (the floor binding, not 2 r).
+RequirementScenario R_FS_3_ShareShrinksByAtMostAQuarterPerComputation() {
+  RequirementScenario r = named("R_FS_3_ShareShrinksByAtMostAQuarterPerComputation");
+  r.scenario.config[1].capacity_mbps = 1000;
+  r.scenario.workload.ops = {write(100000)};
+  r.on_step = [] {
+    return [](Observed& o, Side s, model::Time, const harness::SimEndpoint& ep) {
+      if (s != B) return;
+      const auto shares = ep.rate_shares();
+      const int64_t now = shares.empty() ? 0 : shares.begin()->second;
+      const int64_t before = o.notes["share"];
+      if (before > 0 && now > 0 && now != before) {
+        ++o.notes["changes"];
+        if (now < before * 3 / 4) ++o.notes["cut_too_deep"];
+        if (now == before * 3 / 4) ++o.notes["quarter_cuts"];
+      }
+      o.notes["share"] = now;
+    };
+  };
+  r.check = [](const Observed& o) {
+    expect_statuses(o, A, {Status::Success});
+    ASSERT_EQ(o.notes.count("changes"), 1u) << "the share never changed";
+    EXPECT_EQ(o.notes.count("cut_too_deep"), 0u);  // [R-FS-3]: a quarter at most
+    ASSERT_EQ(o.notes.count("quarter_cuts"), 1u);
+    EXPECT_GE(o.notes.at("quarter_cuts"), 2);  // 1000 -> 750 -> 562 ...
+  };
+  return r;
+}
+
 RequirementScenario R_PLC_4_ReadsWritesSendsMixedOnManyStreams_R_ARCH_3() {
   RequirementScenario r = named("R_PLC_4_ReadsWritesSendsMixedOnManyStreams_R_ARCH_3");
   auto& c = r.scenario.config;
@@ -1013,6 +1045,7 @@ std::vector<RequirementScenario> table() {
           R_CMP_2_WriteImmConsumesReceiveWithImmediate(),
           R_MEM_4_LocalBuffersMustBeRegistered(),
           R_FS_4_SharesSplitCapacityAndNeverExceedIt(),
+          R_FS_3_ShareShrinksByAtMostAQuarterPerComputation(),
           R_PLC_4_ReadsWritesSendsMixedOnManyStreams_R_ARCH_3(),
           R_HDR_29_R_VAL_3_CorruptFrameDroppedUnanswered(),
           R_CC_5_LossDoesNotShrinkTheWindow_R_CC_3_InFlightBoundedByCwnd(),

@@ -38,10 +38,11 @@ void EndpointState::fs_compute() {
             c.bits_in_interval = 0;
             continue;
         }
-        // [R-FS-3]: r = bits / µs = Mb/s; demand = max(C / 1000, 2 r)
+        // [R-FS-3]: r = bits / µs = Mb/s; demand = max(C / 1000, 2 r, 3 share / 4):
+        // a share shrinks by a quarter at most per computation
         const uint64_t rate = c.bits_in_interval / interval;
-        c.demand = static_cast<uint32_t>(
-            std::min<uint64_t>(std::max<uint64_t>(cfg.capacity_mbps / 1000, 2 * rate), 0xFFFFFFFFu));
+        c.demand = static_cast<uint32_t>(std::min<uint64_t>(
+            std::max({uint64_t(cfg.capacity_mbps / 1000), 2 * rate, uint64_t(c.share) * 3 / 4}), 0xFFFFFFFFu));
         c.bits_in_interval = 0;
         any = true;
     }
