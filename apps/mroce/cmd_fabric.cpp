@@ -137,6 +137,7 @@ json row_json(const Row& row) {
                 {"transport", fabric::transport_name(row.run.transport)},
                 {"loss_pct", row.run.loss * 100},
                 {"hosts", row.run.hosts},
+                {"planes", row.run.planes},  // the run's own (planes compares several)
                 {"senders", row.senders},
                 {"flows", r.flows.size()},
                 {"flows_done", r.done()},
@@ -413,8 +414,10 @@ private:
 
     json config_json() const {
         const auto& f = base_.fabric;
+        // planes compares plane counts: each run's own count is in its row.
+        const json planes = o_.scenario == "planes" ? json(plane_counts()) : json(f.planes);
         return json{{"topology", fabric::topology_name(f.topology)},
-                    {"planes", f.planes},
+                    {"planes", planes},
                     {"rate_gbps", f.rate_gbps},
                     {"link_delay_us", f.link_delay_us},
                     {"queue_bytes", f.queue_bytes},
@@ -427,6 +430,11 @@ private:
                     {"mroce_home_probe_us", base_.mroce.home_probe_us},
                     {"mroce_home_probe_max_us", base_.mroce.home_probe_max_us},
                     {"payload", base_.mroce.offer.max_payload}};
+    }
+
+    // The plane counts the planes scenario compares (--plane-counts, default 4 and 8).
+    std::vector<uint32_t> plane_counts() const {
+        return o_.plane_counts.empty() ? std::vector<uint32_t>{4, 8} : o_.plane_counts;
     }
 
     // The loss of the incast and permutation scenarios: the first --loss value, or none.
@@ -631,7 +639,7 @@ private:
     // planes. The aggregate is all bytes over the time to the last finish; the ratio between plane
     // counts is measured in this one run.
     void scenario_planes() {
-        const std::vector<uint32_t> counts = o_.plane_counts.empty() ? std::vector<uint32_t>{4, 8} : o_.plane_counts;
+        const std::vector<uint32_t> counts = plane_counts();
         std::vector<std::vector<std::string>> cells;
         std::map<std::string, std::map<uint32_t, double>> tbps;  // transport -> planes -> Tb/s
         for (uint32_t planes : counts) {

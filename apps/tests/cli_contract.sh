@@ -139,8 +139,19 @@ import json, sys
 o = json.loads(sys.stdin.read())
 rows = o["collective"]
 assert o["pass"] and len(rows) == 4, rows
-assert all(r["wrong_hosts"] == 0 and r["time_us"] > 0 for r in rows), rows'
+assert all(r["wrong_hosts"] == 0 and r["time_us"] > 0 for r in rows), rows
+assert o["config"]["planes"] == 2 and all(r["planes"] == 2 for r in o["runs"]), o["config"]'
     expect "fabric collective --json: every host right, a row per algorithm and loss" $?
+    check fabric-planes-json 0 "$bin" --json fabric planes --hosts 8 --per-host 2 --bytes 100000 \
+        --transports mroce --no-plots
+    printf '%s\n' "$out" | tail -n 1 | python3 -c '
+import json, sys
+o = json.loads(sys.stdin.read())
+assert o["pass"] and o["config"]["planes"] == [4, 8], o["config"]
+assert [r["planes"] for r in o["runs"]] == [4, 8], [r["planes"] for r in o["runs"]]
+assert all(r["flows_done"] == r["flows"] == 16 for r in o["runs"]), o["runs"]
+assert o["plane_ratio"]["mroce"] > 0, o["plane_ratio"]'
+    expect "fabric planes --json: the plane counts compared, each run with its own" $?
 fi
 rm -rf "$tmp"
 

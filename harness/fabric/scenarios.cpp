@@ -153,6 +153,7 @@ TransportRun run_transport(Transport t, const ScenarioOptions& o, const std::vec
         }
     }
     run.hosts = fc.hosts;
+    run.planes = fc.planes;
     return run;
 }
 

@@ -41,6 +41,7 @@ struct TransportRun {
     double loss = 0;
     RunResult result;
     uint32_t hosts = 0;
+    uint32_t planes = 1;
     double base_rtt_us = 0;  // of the scenario's typical path
     double ideal_fct_us = 0;
     // Incast: the receiver's ToR port, and fairness over time.
