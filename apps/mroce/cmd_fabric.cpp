@@ -40,6 +40,8 @@ struct FabricCliOptions {
     std::vector<uint32_t> senders;
     std::vector<uint32_t> plane_counts;  // planes: the plane counts compared (default 4, 8)
     uint32_t per_host = 32;              // planes: connections each host opens
+    int64_t watch_flow = -1;             // planes: sample this flow's connection (mroce; -1: the slowest's
+                                         // index is printed, run again with it)
     uint64_t bytes = 0;                  // 0: the scenario's default (loss 16 MB, others 2 MB)
     uint64_t seed = 1;
     uint32_t paths = 32;
@@ -73,6 +75,7 @@ struct Row {
     double goodput_gbps = 0, kept = -1;
     double base_rtt_us = 0;
     uint32_t wrong_hosts = 0;  // collective: hosts whose result is not the expected one
+    json timeline = nullptr;   // planes: what the fabric delivered over time (fabric::FlowTimeline)
 };
 
 double goodput_by_deadline(const fabric::RunResult& r) {
@@ -177,7 +180,8 @@ json row_json(const Row& row) {
                 {"sim_us_per_wall_s", r.sim_end_us / wall},
                 {"bytes_per_host", r.bytes_per_host},
                 {"bytes_per_connection", r.bytes_per_connection},
-                {"peak_rss_mb", double(r.peak_rss_bytes) / 1e6}};
+                {"peak_rss_mb", double(r.peak_rss_bytes) / 1e6},
+                {"timeline", row.timeline}};
 }
 
 std::string fmt(double v, int prec = 1) {
@@ -310,6 +314,7 @@ private:
         list("--senders", o_.senders);
         list("--plane-counts", o_.plane_counts);
         if (o_.scenario == "planes") c << " --per-host " << o_.per_host;
+        if (o_.watch_flow >= 0) c << " --watch-flow " << o_.watch_flow;
         if (o_.scenario == "collective") {
             c << " --op " << o_.op << " --min-mib " << o_.min_mib << " --max-mib " << o_.max_mib;
             if (o_.channels) c << " --channels " << o_.channels;
@@ -648,6 +653,8 @@ private:
             o.fabric.planes = planes;
             if (!o_.bytes) o.bytes = 1000000;
             o.deadline_us = (o_.deadline_ms > 0 ? o_.deadline_ms : 200) * 1000;
+            o.window_us = 10;  // fine enough to see the ramp and the tail of a 300-900 us run
+            o.watch_flow = o_.watch_flow;
             const auto flows = fabric::shifted_flows(o.fabric.hosts, o_.per_host, o.bytes, o.start_us);
             for (Transport t : transports_at(single_loss())) {
                 Row row{"planes", run_one(t, o, flows, single_loss(), std::to_string(planes) + " planes"), 0, 0, -1, 0};
@@ -666,6 +673,7 @@ private:
                                  std::to_string(r.done()) + "/" + std::to_string(r.flows.size()), fmt(wall, 1),
                                  fmt(double(r.events) / wall / 1e6, 2), fmt(double(r.bytes_per_connection) / 1024, 1),
                                  fmt(double(r.peak_rss_bytes) / 1e6, 0)});
+                planes_timeline(row, planes, double(o.fabric.hosts) * planes * o.fabric.rate_gbps);
                 rows_.push_back(std::move(row));
             }
         }
@@ -676,6 +684,7 @@ private:
         print_table({"planes", "transport", "conns", "Tb/s", "line", "FCT p50", "p99", "max", "ideal", "done", "wall s",
                      "M ev/s", "KB/conn", "RSS MB"},
                     cells);
+        for (const std::string& line : timeline_lines_) std::cout << line << "\n";
         if (counts.size() >= 2) {
             const uint32_t lo = counts.front(), hi = counts.back();
             for (const auto& [name, by] : tbps) {
@@ -685,6 +694,103 @@ private:
                 plane_ratios_[name] = ratio;
             }
         }
+    }
+
+    // The planes run's timeline: when the flows finished, what the fabric carried meanwhile (all
+    // flows, and the flow that finished last), as a line under the table, in the JSON and as a plot.
+    // The aggregate is measured to the last finish, so the tail is what separates it from the line.
+    void planes_timeline(Row& row, uint32_t planes, double line_gbps) {
+        const auto t = fabric::flow_timeline(row.run.result);
+        const auto since = [&](double us) { return us < 0 ? std::string("never") : fmt(us - t.first_start_us, 0); };
+        timeline_lines_.push_back(
+            "timeline, " + std::to_string(planes) + " planes, " + fabric::transport_name(row.run.transport) +
+            ": flows done 50 / 90 / 99 / 100 % at " + since(t.done_us[0]) + " / " + since(t.done_us[1]) + " / " +
+            since(t.done_us[2]) + " / " + since(t.done_us[3]) + " us after the start; best " +
+            std::to_string(int(t.window_us)) + " us window " + fmt(100 * t.peak_gbps / line_gbps, 0) +
+            " % of line; from 90 % done to the end " + fmt(100 * t.tail_gbps / line_gbps, 0) +
+            " % of line; slowest flow " + std::to_string(t.slowest) + " (" +
+            std::to_string(row.run.result.flows[t.slowest].spec.src) + " -> " +
+            std::to_string(row.run.result.flows[t.slowest].spec.dst) + ")");
+        json windows = json::array();
+        for (size_t w = 0; w < t.rx_gbps.size(); ++w)
+            windows.push_back(
+                {double(w) * t.window_us - t.first_start_us, t.rx_gbps[w], t.active[w], t.slowest_gbps[w]});
+        const auto& slow = row.run.result.flows[t.slowest];
+        json fct = json::array();  // per flow in the flow list's order (null: not done)
+        for (const auto& f : row.run.result.flows) fct.push_back(f.done ? json(f.fct_us()) : json(nullptr));
+        row.timeline = json{{"window_us", t.window_us},
+                            {"columns", {"start_us", "rx_gbps", "active_flows", "slowest_flow_gbps"}},
+                            {"windows", windows},
+                            {"done_50_90_99_100_us",
+                             {t.done_us[0] < 0 ? json(nullptr) : json(t.done_us[0] - t.first_start_us),
+                              t.done_us[1] < 0 ? json(nullptr) : json(t.done_us[1] - t.first_start_us),
+                              t.done_us[2] < 0 ? json(nullptr) : json(t.done_us[2] - t.first_start_us),
+                              t.done_us[3] < 0 ? json(nullptr) : json(t.done_us[3] - t.first_start_us)}},
+                            {"peak_gbps", t.peak_gbps},
+                            {"tail_gbps", t.tail_gbps},
+                            {"slowest_flow",
+                             {{"index", t.slowest},
+                              {"src", slow.spec.src},
+                              {"dst", slow.spec.dst},
+                              {"fct_us", slow.done ? json(slow.fct_us()) : json(nullptr)}}},
+                            {"flow_fct_us", fct}};
+        const auto& watch = row.run.result.watch;
+        if (!watch.empty()) {
+            json samples = json::array();
+            for (const auto& w : watch)
+                samples.push_back(
+                    {w.at_us - t.first_start_us, w.ceiling_mbps, w.cwnd, w.in_flight, w.share_mbps, w.receiver_active});
+            row.timeline["watch"] =
+                json{{"flow", o_.watch_flow},
+                     {"columns", {"start_us", "ceiling_mbps", "cwnd", "in_flight", "share_mbps", "receiver_active"}},
+                     {"samples", samples}};
+        }
+        if (!o_.plots) return;
+        if (!watch.empty()) {
+            std::string data;
+            const size_t first_window = size_t(t.first_start_us / t.window_us);
+            const auto& bins = row.run.result.bins[size_t(o_.watch_flow)];
+            for (const auto& w : watch) {
+                const size_t window = size_t(w.at_us / t.window_us);
+                const double rx = window < bins.size() ? double(bins[window]) * 8 / (t.window_us * 1e3) : 0;
+                if (window >= first_window)
+                    data += fmt(w.at_us - t.first_start_us, 1) + " " + fmt(w.ceiling_mbps / 1000.0, 2) + " " +
+                            fmt(w.share_mbps / 1000.0, 2) + " " + fmt(rx, 2) + " " + std::to_string(w.cwnd) + " " +
+                            std::to_string(w.in_flight) + "\n";
+            }
+            const std::string name = "planes_" + std::to_string(planes) + "_" +
+                                     fabric::transport_name(row.run.transport) + "_flow" +
+                                     std::to_string(o_.watch_flow);
+            add_plot(name, data,
+                     "set title '" + std::to_string(planes) + " planes, flow " + std::to_string(o_.watch_flow) +
+                         ": what limits it'\nset xlabel 'time since the flows started (us)'\nset ylabel "
+                         "'Gb/s'\nset y2label 'packets'\nset ytics nomirror\nset y2tics\nset yrange [0:*]\n"
+                         "set y2range [0:*]\nset key top right\nplot '" +
+                         dat_path(name) +
+                         "' using 1:2 with steps title 'sender: rate ceiling', '' using 1:3 with steps title "
+                         "'receiver: share', '' using 1:4 with steps title 'received (next 10 us)', '' using 1:5 "
+                         "axes x1y2 with steps title 'cwnd (all paths)', '' using 1:6 axes x1y2 with steps title "
+                         "'in flight'\n");
+        }
+        std::string data;
+        for (size_t w = 0; w < t.rx_gbps.size(); ++w)
+            if ((double(w) + 1) * t.window_us > t.first_start_us)
+                data += fmt((double(w) + 0.5) * t.window_us - t.first_start_us, 1) + " " +
+                        fmt(100 * t.rx_gbps[w] / line_gbps, 2) + " " + std::to_string(t.active[w]) + " " +
+                        fmt(100 * t.slowest_gbps[w] * double(o_.per_host) / (line_gbps / double(row.run.hosts)), 2) +
+                        "\n";
+        const std::string name =
+            "planes_" + std::to_string(planes) + "_" + fabric::transport_name(row.run.transport) + "_timeline";
+        add_plot(name, data,
+                 "set title '" + std::to_string(planes) + " planes, " + fabric::transport_name(row.run.transport) +
+                     ": delivered per " + fmt(t.window_us, 0) +
+                     " us window'\nset xlabel 'time since the flows started (us)'\nset ylabel '% of line "
+                     "rate'\nset y2label 'flows not done'\nset ytics nomirror\nset y2tics\nset yrange [0:110]\n"
+                     "set y2range [0:*]\nset key bottom left\nplot '" +
+                     dat_path(name) +
+                     "' using 1:2 with steps title 'all flows (of hosts x planes x rate)', '' using 1:4 with steps "
+                     "title 'the last flow to finish (of its fair share)', '' using 1:3 axes x1y2 with steps title "
+                     "'flows not done'\n");
     }
 
     // A collective on every host (64 hosts, 8 planes by default), sizes doubling from --min-mib to
@@ -714,7 +820,11 @@ private:
                 const uint64_t unit = 4ull * o.fabric.hosts * channels;
                 const uint64_t size = std::max<uint64_t>(unit, uint64_t(mib * 1048576) / unit * unit);
                 const uint64_t need = fabric::Collective::memory_bytes(algo, o.fabric.hosts, size);
-                if (available && need > available / 10 * 7) {
+                // Beyond the buffers: the simulator's own state, up to an eighth of them (peak RSS of a
+                // 64-host ring, /usr/bin/time -v: 1.11 x the buffers at 32 MiB, 1.08 x at 256 MiB), and
+                // room for the rest of the machine.
+                const uint64_t headroom = need / 8 + std::max<uint64_t>(1ull << 30, available / 20);
+                if (available && need + headroom > available) {
                     std::cerr << "mroce fabric: " << fabric::collective_name(algo) << " " << size
                               << " B skipped: its buffers need " << fmt(double(need) / (1u << 30), 1)
                               << " GiB, this machine has " << fmt(double(available) / (1u << 30), 1)
@@ -979,6 +1089,7 @@ private:
     };
     std::vector<PlaneFigures> plane_figures_;
     std::map<std::string, double> plane_ratios_;  // planes: transport -> throughput ratio
+    std::vector<std::string> timeline_lines_;     // planes: one line per run under the table
     json collective_ = json::array();             // collective: one object per (algorithm, transport, loss, size)
     json anchors_;
 };
@@ -1017,6 +1128,10 @@ Runner add_fabric(CLI::App& app, const GlobalOptions& global) {
     sub->add_option("--per-host", o->per_host, "planes: connections each host opens")
         ->capture_default_str()
         ->check(CLI::Range(1u, 100000u));
+    sub->add_option("--watch-flow", o->watch_flow,
+                    "planes: sample this flow's connection every 10 us (mroce: ceiling, windows, the receiver's "
+                    "share); the timeline line names the slowest flow")
+        ->check(CLI::Range(int64_t(0), int64_t(100000000)));
     sub->add_option("--load", o->load, "plane-failure: mroce receivers grant this fraction of their line rate")
         ->capture_default_str();
     sub->add_option("--fail-us", o->fail_us, "plane-failure: plane 0 goes dark at this simulated time (us)")

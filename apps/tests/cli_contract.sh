@@ -142,16 +142,27 @@ assert o["pass"] and len(rows) == 4, rows
 assert all(r["wrong_hosts"] == 0 and r["time_us"] > 0 for r in rows), rows
 assert o["config"]["planes"] == 2 and all(r["planes"] == 2 for r in o["runs"]), o["config"]'
     expect "fabric collective --json: every host right, a row per algorithm and loss" $?
-    check fabric-planes-json 0 "$bin" --json fabric planes --hosts 8 --per-host 2 --bytes 100000 \
-        --transports mroce --no-plots
+    check fabric-planes-json 0 "$bin" --json fabric planes --hosts 8 --per-host 2 --bytes 1000000 \
+        --transports mroce --no-plots --watch-flow 3
     printf '%s\n' "$out" | tail -n 1 | python3 -c '
 import json, sys
 o = json.loads(sys.stdin.read())
 assert o["pass"] and o["config"]["planes"] == [4, 8], o["config"]
 assert [r["planes"] for r in o["runs"]] == [4, 8], [r["planes"] for r in o["runs"]]
 assert all(r["flows_done"] == r["flows"] == 16 for r in o["runs"]), o["runs"]
-assert o["plane_ratio"]["mroce"] > 0, o["plane_ratio"]'
-    expect "fabric planes --json: the plane counts compared, each run with its own" $?
+assert o["plane_ratio"]["mroce"] > 0, o["plane_ratio"]
+for r in o["runs"]:
+    t = r["timeline"]
+    done = t["done_50_90_99_100_us"]
+    assert done == sorted(done) and abs(done[-1] - r["fct_max_us"]) < 1e-6, (done, r["fct_max_us"])
+    assert len(t["flow_fct_us"]) == 16 and abs(max(t["flow_fct_us"]) - r["fct_max_us"]) < 1e-6, t["flow_fct_us"]
+    assert abs(t["slowest_flow"]["fct_us"] - r["fct_max_us"]) < 1e-6, t["slowest_flow"]
+    w = t["watch"]
+    assert w["flow"] == 3 and w["columns"][4] == "share_mbps", w
+    live = [s for s in w["samples"] if s[0] >= 0]
+    assert any(s[1] > 0 and s[4] > 0 and s[5] >= 1 for s in live), live
+    assert all(s[4] <= r["planes"] * 100000 for s in w["samples"]), w["samples"]'
+    expect "fabric planes --json: the plane counts compared, each run with its own; timeline, watched flow" $?
 fi
 rm -rf "$tmp"
 

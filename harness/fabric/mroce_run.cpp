@@ -53,6 +53,8 @@ public:
           book_(flows, fc.hosts, fc.seed, ro),
           state_(flows.size()),
           watch_host_(ro.watch_host),
+          watch_flow_(ro.watch_flow),
+          window_us_(ro.window_us),
           streams_(std::max<uint32_t>(1, ho.offer.streams)) {
         std::map<uint32_t, uint32_t> conns_per_host;
         std::map<uint64_t, uint32_t> pair_index;
@@ -122,7 +124,10 @@ public:
                 throw std::runtime_error("fabric: connect failed");
             hf.host->kick();
         }
+        if (watch_flow_ >= 0 && size_t(watch_flow_) < state_.size()) sample_watched();
         book_.run(result_);
+        watch_timer_.cancel();
+        result_.watch = std::move(watch_);
         result_.transport = "mroce";
         for (const HostFlows& hf : hosts_) {
             if (!hf.host) continue;
@@ -144,6 +149,33 @@ public:
     }
 
 private:
+    // The watched flow's connection at both ends, now and every window until the flow is done.
+    void sample_watched() {
+        const PairState& p = pairs_[state_[size_t(watch_flow_)].pair];
+        WatchSample w;
+        w.at_us = double(sim::now_ns()) / 1000.0;
+        if (p.up) {
+            const Device& tx = hosts_[p.src].host->device();
+            for (uint16_t path = 0, n = tx.path_count(p.conn); path < n; ++path) {
+                const auto info = tx.path_info(p.conn, path);
+                if (!info) break;
+                w.ceiling_mbps = info->rate_ceiling_mbps;
+                w.cwnd += info->cwnd;
+                w.in_flight += info->in_flight;
+            }
+        }
+        if (p.responder_up) {
+            uint32_t conns[1024], shares[1024];
+            const int n = hosts_[p.dst].host->device().rate_shares(conns, shares, 1024);
+            w.receiver_active = uint32_t(std::max(n, 0));
+            for (int i = 0; i < n; ++i)
+                if (conns[i] == p.responder_conn) w.share_mbps = shares[i];
+        }
+        watch_.push_back(w);
+        if (book_.outcome(size_t(watch_flow_)).done) return;
+        watch_timer_.at_ns(sim::now_ns() + uint64_t(window_us_ * 1000), [this] { sample_watched(); });
+    }
+
     // Pair p's connection came up (or failed); once all have, the flows are scheduled.
     void resolved(PairState& p) {
         if (p.resolved) return;
@@ -228,6 +260,10 @@ private:
     RunBook book_;
     std::vector<FlowState> state_;
     uint32_t watch_host_;
+    int64_t watch_flow_;
+    double window_us_;
+    std::vector<WatchSample> watch_;
+    sim::Timer watch_timer_;
     std::vector<HostFlows> hosts_;
     std::vector<PairState> pairs_;
     uint32_t streams_;  // negotiated per connection (both ends offer the same)

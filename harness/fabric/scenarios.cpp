@@ -121,6 +121,8 @@ TransportRun run_transport(Transport t, const ScenarioOptions& o, const std::vec
     RunOptions ro;
     ro.deadline_us = o.deadline_us;
     ro.data = o.data;
+    ro.window_us = o.window_us;
+    ro.watch_flow = o.watch_flow;
     if (o.progress) {
         char pct[32];
         std::snprintf(pct, sizeof pct, "%g", loss * 100);
@@ -228,6 +230,53 @@ PlaneFailureFigures plane_failure_figures(const RunResult& r, uint32_t plane, do
                 break;
             }
     return f;
+}
+
+FlowTimeline flow_timeline(const RunResult& r) {
+    FlowTimeline t;
+    t.window_us = r.window_us;
+    if (r.flows.empty() || r.window_us <= 0) return t;
+    size_t windows = 0;
+    for (const auto& b : r.bins) windows = std::max(windows, b.size());
+    const double to_gbps = 8.0 / (r.window_us * 1e3);
+    t.rx_gbps.assign(windows, 0);
+    t.active.assign(windows, 0);
+    std::vector<double> finishes;
+    double last = -1;
+    t.first_start_us = 1e300;
+    for (size_t f = 0; f < r.flows.size(); ++f) {
+        const auto& o = r.flows[f];
+        t.first_start_us = std::min(t.first_start_us, o.spec.start_us);
+        const double end = o.done ? o.finish_us : 1e300;
+        if (end > last) last = end, t.slowest = f;
+        if (o.done) finishes.push_back(o.finish_us);
+        for (size_t w = 0; w < windows; ++w) {
+            const double w_start = double(w) * r.window_us, w_end = w_start + r.window_us;
+            if (o.spec.start_us < w_end && end > w_start) ++t.active[w];
+        }
+        if (f < r.bins.size())
+            for (size_t w = 0; w < r.bins[f].size(); ++w) t.rx_gbps[w] += double(r.bins[f][w]) * to_gbps;
+    }
+    if (t.slowest < r.bins.size())
+        for (uint64_t b : r.bins[t.slowest]) t.slowest_gbps.push_back(double(b) * to_gbps);
+    t.slowest_gbps.resize(windows, 0);
+    for (double g : t.rx_gbps) t.peak_gbps = std::max(t.peak_gbps, g);
+    std::sort(finishes.begin(), finishes.end());
+    const double fractions[4] = {0.5, 0.9, 0.99, 1.0};
+    for (int i = 0; i < 4; ++i) {
+        const size_t need = size_t(std::ceil(fractions[i] * double(r.flows.size())));
+        if (need >= 1 && finishes.size() >= need) t.done_us[i] = finishes[need - 1];
+    }
+    // The tail: bytes delivered in the whole windows from 90 % done to the last finish.
+    if (t.done_us[1] >= 0 && t.done_us[3] > t.done_us[1]) {
+        double bytes_gbps = 0;
+        size_t n = 0;
+        for (size_t w = size_t(std::ceil(t.done_us[1] / r.window_us));
+             w < windows && (double(w) + 1) * r.window_us <= t.done_us[3]; ++w)
+            bytes_gbps += t.rx_gbps[w], ++n;
+        t.tail_gbps = n ? bytes_gbps / double(n) : 0;
+    }
+    return t;
 }
 
 }  // namespace mroce::fabric

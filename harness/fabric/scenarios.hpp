@@ -33,6 +33,8 @@ struct ScenarioOptions {
     std::vector<Transport> transports{Transport::Mroce, Transport::RoceGbn, Transport::RocePfc};
     std::function<void(const std::string& what, double sim_us, uint32_t done, uint32_t flows)> progress;
     FlowData* data = nullptr;  // the bytes, when the scenario owns them (a collective)
+    double window_us = 100;    // RunResult::bins' window (fairness, flow timelines)
+    int64_t watch_flow = -1;   // RunOptions::watch_flow
 };
 
 // One flow list run by one transport, with the figures of every scenario.
@@ -89,5 +91,21 @@ struct PlaneFailureFigures {
     double plane_before_gbps = 0, plane_after_gbps = 0;  // the dead plane before the failure, after its return
 };
 PlaneFailureFigures plane_failure_figures(const RunResult& r, uint32_t plane, double fail_us, double back_us);
+
+// What the fabric delivered over time, from RunResult::bins (frames with headers, retransmissions
+// included), and where the last flows spent their time: the tail that sets an aggregate measured to
+// the last finish.
+struct FlowTimeline {
+    double window_us = 0;
+    std::vector<double> rx_gbps;           // [window]: all flows
+    std::vector<uint32_t> active;          // [window]: flows started before its end and not done before its start
+    std::vector<double> slowest_gbps;      // [window]: the flow that finished last (or never)
+    size_t slowest = 0;                    // its index
+    double first_start_us = 0;             // of all flows
+    double done_us[4] = {-1, -1, -1, -1};  // when 50, 90, 99 and 100 % of the flows were done (-1: never)
+    double peak_gbps = 0;                  // the best window
+    double tail_gbps = 0;                  // mean delivered from 90 % done to the last finish
+};
+FlowTimeline flow_timeline(const RunResult& r);
 
 }  // namespace mroce::fabric

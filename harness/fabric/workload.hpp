@@ -63,6 +63,18 @@ struct RunOptions {
     uint32_t watch_host = 0;   // RunResult::watched_port is the ToR port (plane 0) feeding this host
     std::function<void(double sim_us, uint32_t done, uint32_t flows)> progress;  // about once a wall second
     FlowData* data = nullptr;  // the scenario's bytes (nullptr: the RunBook's)
+    // mroce: sample this flow's connection every window_us (RunResult::watch; -1: none).
+    int64_t watch_flow = -1;
+};
+
+// One sample of a watched flow's connection (mroce): what limits it at both ends.
+struct WatchSample {
+    double at_us = 0;
+    uint32_t ceiling_mbps = 0;     // the sender's rate ceiling [R-CC-6] (0: unlimited)
+    uint32_t cwnd = 0;             // sum over its paths [R-CC-1]
+    uint32_t in_flight = 0;        // sum over its paths
+    uint32_t share_mbps = 0;       // the receiver's share for it [R-FS-4] (0: not active there)
+    uint32_t receiver_active = 0;  // connections active at the receiver [R-FS-2]
 };
 
 struct TransportTotals {
@@ -81,6 +93,7 @@ struct RunResult {
     // its receiver in window w.
     std::vector<std::vector<uint64_t>> bins;
     double window_us = 100;
+    std::vector<WatchSample> watch;  // RunOptions::watch_flow, every window_us
     FabricStats fabric;
     double plane_window_us = 0;  // FabricConfig::plane_window_us of the run (fabric.plane_rx_bytes ...)
     PortStats watched_port;
@@ -121,6 +134,7 @@ public:
     size_t size() const noexcept { return outcomes_.size(); }
     const FlowSpec& spec(size_t f) const { return outcomes_[f].spec; }
     FlowSpec& spec(size_t f) { return outcomes_[f].spec; }
+    const FlowOutcome& outcome(size_t f) const { return outcomes_[f]; }
     const uint8_t* source(size_t f) const {
         return options_.data ? options_.data->source(f) : source_.get() + offset(f);
     }
