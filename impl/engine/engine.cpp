@@ -44,6 +44,7 @@ Engine::Engine(const DeviceConfig& cfg, io::PacketIo& io, const io::Clock& clock
   touched_.reset(new uint32_t[cfg.max_connections]);
   deferred_.reset(new uint32_t[cfg.max_connections]);
   tx_waiting_.reset(new uint32_t[cfg.max_connections]);
+  tx_more_.reset(new uint32_t[cfg.max_connections]);
   expired_.reset(new uint32_t[cfg.max_connections]);
   scratch_.reset(new uint32_t[cfg.max_connections]);
   fair_.init(cfg, conns_, scratch_.get());

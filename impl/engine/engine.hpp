@@ -140,6 +140,7 @@ class Engine {
   void on_frame(const uint8_t* frame, uint32_t len) noexcept;
   void fire_conn(Conn& c) noexcept;
   void transmit_conn(Conn& c) noexcept;
+  void share_port(uint32_t* slots, uint32_t n) noexcept;
 
   Result check_post(const Conn* cp, uint16_t stream, const Sge& buf, bool need_write,
                     const Region** region) const noexcept;  // engine.cpp
@@ -306,6 +307,13 @@ class Engine {
   uint32_t n_touched_ = 0;
   std::unique_ptr<uint32_t[]> tx_waiting_;  // connections that stopped for lack of port room
   uint32_t n_tx_waiting_ = 0;
+  // connections share a port that cannot take all they have in turns of tx_quota_ new segments,
+  // starting with the one the port turned away first last time (tx_next_id_).
+  std::unique_ptr<uint32_t[]> tx_more_;  // connections that used their whole turn
+  uint32_t tx_quota_ = UINT32_MAX;       // new segments the transmitting connection may still take
+  bool tx_quota_used_ = false;           // ... and it stopped there with more to send
+  uint32_t tx_next_id_ = 0;
+  bool tx_turned_away_ = false;           // a connection met a full port since the pass began
   std::unique_ptr<uint32_t[]> deferred_;  // passed inside a receive burst, timers not yet re-armed
   uint32_t n_deferred_ = 0;
   std::unique_ptr<uint32_t[]> expired_;

@@ -80,9 +80,13 @@ void Engine::touch(Conn& c) noexcept {
 void Engine::transmit_touched(bool defer_rearm) noexcept {
   uint32_t* d = touched_.get();
   if (n_touched_ > 1) std::sort(d, d + n_touched_, [&](uint32_t a, uint32_t b) { return conns_[a].id < conns_[b].id; });
+  if (n_touched_ > 1 && io_.tx_room() != UINT32_MAX) {
+    share_port(d, n_touched_);
+  } else {
+    for (uint32_t i = 0; i < n_touched_; ++i) transmit_conn(conns_[d[i]]);
+  }
   for (uint32_t i = 0; i < n_touched_; ++i) {
     Conn& c = conns_[d[i]];
-    transmit_conn(c);
     c.touched = false;
     if (!defer_rearm) {
       rearm(c);
@@ -93,6 +97,48 @@ void Engine::transmit_touched(bool defer_rearm) noexcept {
   }
   n_touched_ = 0;
   last_transmit_ = now_;
+}
+
+// over a port with a bounded ring (PacketIo::tx_room), the touched connections (in ID order)
+// take it in turns: the first turn begins with the connection the port turned away first last time,
+// and gives each an equal part of the free ring in new segments (at least one); those that used their
+// whole part go round again on what is left. In ID order with no turns, the lowest IDs took the ring
+// whole whenever it was short, and a sender's other connections waited for them: their receivers
+// measured them slow and shrank their shares [R-FS-3].
+void Engine::share_port(uint32_t* d, uint32_t n) noexcept {
+  uint32_t first = 0;
+  while (first < n && conns_[d[first]].id < tx_next_id_) ++first;
+  if (first < n) std::rotate(d, d + first, d + n);
+  tx_turned_away_ = false;
+  const auto free_room = [&] {
+    const uint32_t room = io_.tx_room(), pending = frames_.pending();
+    return room > pending ? room - pending : 0;
+  };
+  uint32_t* more = tx_more_.get();
+  uint32_t n_more = 0;
+  uint32_t quota = std::max<uint32_t>(1, free_room() / n);
+  for (uint32_t i = 0; i < n; ++i) {
+    Conn& c = conns_[d[i]];
+    tx_quota_ = quota;
+    tx_quota_used_ = false;
+    transmit_conn(c);
+    if (tx_quota_used_) more[n_more++] = d[i];
+  }
+  while (n_more > 0 && free_room() > 0) {
+    quota = std::max<uint32_t>(1, free_room() / n_more);
+    uint32_t kept = 0;
+    for (uint32_t i = 0; i < n_more; ++i) {
+      Conn& c = conns_[more[i]];
+      tx_quota_ = quota;
+      tx_quota_used_ = false;
+      if (c.live()) transmit(c);
+      if (tx_quota_used_) more[kept++] = more[i];
+    }
+    n_more = kept;
+  }
+  tx_quota_ = UINT32_MAX;
+  // The port filled before their turn came round again: they try at the next progress(), first.
+  for (uint32_t i = 0; i < n_more; ++i) wait_for_tx_room(conns_[more[i]]);
 }
 
 void Engine::rearm_deferred() noexcept {

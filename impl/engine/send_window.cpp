@@ -419,6 +419,10 @@ void Engine::transmit(Conn& c) noexcept {
   while (!limited || c.rate.credit >= 0) {
     const uint32_t slot = c.send.new_data_slots.next_cyclic(c.send.next_slot);
     if (slot == kNone) break;
+    if (tx_quota_ == 0) {  // its turn at a short port is over
+      tx_quota_used_ = true;
+      break;
+    }
     // [R-CC-11]: new data waits while the port's transmit ring is full, so that a window is
     // not dumped into a NIC queue faster than the wire drains it; the next progress() retries.
     if (frames_.pending() >= io_.tx_room()) {
@@ -474,6 +478,7 @@ void Engine::transmit(Conn& c) noexcept {
     ++t.snxt;
     ++c.send.unacked_recs;
     send_record(c, uint16_t(p), j, false);
+    if (tx_quota_ != UINT32_MAX) --tx_quota_;
     if (limited) c.rate.credit -= int64_t(8) * seg_len(msgs_[mi], seg, c.max_payload);
     update_room(c, uint16_t(p));
     path_changed(c, uint16_t(p));
@@ -481,6 +486,10 @@ void Engine::transmit(Conn& c) noexcept {
 }
 
 void Engine::wait_for_tx_room(Conn& c) noexcept {
+  if (!tx_turned_away_) {  // the next turns begin here
+    tx_turned_away_ = true;
+    tx_next_id_ = c.id;
+  }
   if (c.tx_waiting) return;
   if (n_tx_waiting_ == cfg_.max_connections) {
     // Full only with entries of slots freed (and perhaps reused) since the last progress(): keep one

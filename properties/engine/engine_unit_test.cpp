@@ -281,6 +281,39 @@ TEST(EngineSend, R_CC_11_NewDataWaitsForRoomInThePort) {
   EXPECT_EQ(net.dev(0).counters().tx_no_buffer, 0u);
 }
 
+// A-41 ([R-CC-11], A-37): connections of one device share a port whose ring is short in turns: while
+// two connections both have far more than the ring takes, each gets about half of what leaves. (In ID
+// order without turns, the lower ID took the ring whole and the other sent nothing until its window
+// closed.)
+TEST(EngineSend, A_41_ConnectionsShareAShortPortInTurns) {
+  EnginePair net(engine_config(0), engine_config(1));
+  net.setup();
+  const uint32_t first = net.conn[0];
+  ASSERT_NE(first, 0u);
+  ASSERT_TRUE(connect_again(net));
+  const uint32_t second = net.conn[0];
+  ASSERT_NE(second, first);
+  std::map<uint32_t, uint64_t> frames_to;  // data frames from A by B's connection ID
+  uint64_t data_frames = 0;
+  net.filter = [&](int from, const fast::PacketView& v) {
+    if (from == 0 && v.payload_len() > 0 && data_frames < 40) ++data_frames, ++frames_to[v.dcid()];
+    return io::Fate::Deliver;
+  };
+  net.loop().set_tx_room(0, 4);
+  ASSERT_EQ(net.dev(0).post_write(first, 0, 1, Sge{kSrc, 256 * 1024, net.mr[0].lkey}, kDst, net.mr[1].rkey),
+            Result::Ok);
+  ASSERT_EQ(net.dev(0).post_write(second, 0, 2, Sge{kSrc, 256 * 1024, net.mr[0].lkey}, kDst, net.mr[1].rkey),
+            Result::Ok);
+  net.run(net.now() + 100000, [&] { return data_frames >= 40; });
+  ASSERT_EQ(data_frames, 40u);
+  ASSERT_EQ(frames_to.size(), 2u) << "one connection took the port whole";
+  for (const auto& [id, n] : frames_to) EXPECT_GE(n, 16u) << "connection " << id << " got " << n << " of 40";
+  net.loop().set_tx_room(0, UINT32_MAX);
+  net.run(net.now() + 100000, [&] { return done_a(net, 2); });
+  ASSERT_EQ(net.completions[0].size(), 2u);
+  for (const auto& c : net.completions[0]) EXPECT_EQ(c.status, Status::Success);
+}
+
 // Engine choice ([R-CONF-2], impl/engine/README.md): over ports without rx timestamps only
 // progress() fires timers, after reading the frames that wait. An application call made after the
 // host stalled past the RTO must not retransmit what an unread ACK already acknowledged.
