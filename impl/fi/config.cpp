@@ -9,11 +9,20 @@
 
 namespace mroce::fi {
 
+namespace {
+#ifdef MROCE_FI_DPDK
+constexpr const char* kPortKinds = "'memloop' or 'ring'";
+#else
+constexpr const char* kPortKinds = "'memloop'";
+#endif
+}  // namespace
+
 void define_parameters() noexcept {
   fi_param_define(&g_provider, "port", FI_PARAM_STRING,
                   "Where the device comes from. 'memloop': two devices back to back in this process "
-                  "(domains memloop:0 and memloop:1), no DPDK. DPDK port specs (af_packet:IF, "
-                  "af_xdp:IF, memif:..., ring) are not supported by this build yet.");
+                  "(domains memloop:0 and memloop:1), no DPDK. 'ring': two devices joined by a DPDK "
+                  "net_ring pair in this process (domains ring:0 and ring:1; DPDK builds only). "
+                  "af_packet:IF, af_xdp:IF and memif:... are not supported by this build yet.");
   fi_param_define(&g_provider, "layering", FI_PARAM_BOOL,
                   "Let utility providers (ofi_rxm, ofi_rxd) layer over mroce (default: no, so that "
                   "'mroce' selects the native endpoints).");
@@ -31,14 +40,20 @@ int read_port_config(PortConfig* out) {
     out->backend = Backend::MemLoop;
     return 0;
   }
+#ifdef MROCE_FI_DPDK
+  if (spec == "ring") {
+    out->backend = Backend::Ring;
+    return 0;
+  }
+#endif
   for (std::string_view dpdk : {"af_packet:", "af_xdp:", "memif:", "ring", "auto", "null"}) {
     if (spec.substr(0, dpdk.size()) == dpdk) {
       FI_WARN(&g_provider, FI_LOG_CORE,
-              "FI_MROCE_PORT='%s': DPDK ports are not supported by this build yet (only 'memloop')\n", value);
+              "FI_MROCE_PORT='%s': this port kind is not supported by this build yet (only %s)\n", value, kPortKinds);
       return -FI_ENOSYS;
     }
   }
-  FI_WARN(&g_provider, FI_LOG_CORE, "FI_MROCE_PORT='%s' is not a port spec: expected 'memloop'\n", value);
+  FI_WARN(&g_provider, FI_LOG_CORE, "FI_MROCE_PORT='%s' is not a port spec: expected %s\n", value, kPortKinds);
   return -FI_EINVAL;
 }
 

@@ -12,6 +12,7 @@ void define_parameters() noexcept;
 // Where the device host's devices come from (FI_MROCE_PORT).
 enum class Backend {
   MemLoop,  // "memloop": two devices back to back over io::MemLoop, in this process, no DPDK
+  Ring,     // "ring": two devices joined by a DPDK net_ring pair, in this process (DPDK builds only)
 };
 
 struct PortConfig {
@@ -20,7 +21,8 @@ struct PortConfig {
 };
 
 // Reads FI_MROCE_PORT. Returns 0, or -FI_ENODATA when it is unset, -FI_EINVAL when it is malformed,
-// -FI_ENOSYS for a DPDK port spec (not supported by this build yet); each failure logs one FI_WARN.
+// -FI_ENOSYS for a port kind this build does not open yet (af_packet, af_xdp, memif; ring without
+// DPDK); each failure logs one FI_WARN.
 int read_port_config(PortConfig* out);
 
 // FI_MROCE_LAYERING: let utility providers (ofi_rxm, ofi_rxd) layer over mroce (DESIGN.md 1.5).

@@ -1,7 +1,8 @@
 // The device host (DESIGN.md 5.2, first row): what one process runs underneath every fabric and
-// domain it opens. Created at the first fi_domain, kept until the provider's cleanup(). This build
-// has the memloop backend: two devices back to back over io::MemLoop with a steady clock, no DPDK,
-// so one process can talk to itself through domains memloop:0 and memloop:1.
+// domain it opens. Created at the first fi_domain, kept until the provider's cleanup(). Backends:
+// memloop (two devices back to back over io::MemLoop with a steady clock, no DPDK) and, in DPDK
+// builds, ring (EAL, a net_ring pair, one EnginePort per device, the DPDK clock); either way one
+// process can talk to itself through domains <backend>:0 and <backend>:1.
 //
 // The engine is single-threaded (DESIGN.md 5.8 G14): every use of a device holds mutex().
 #pragma once
@@ -15,6 +16,11 @@
 #include "fi/config.hpp"
 #include "io/mem_loop.hpp"
 #include "mroce/mroce.hpp"
+
+namespace mroce::dpdk {
+class IoContext;
+class EnginePort;
+}  // namespace mroce::dpdk
 
 namespace mroce::fi {
 
@@ -48,12 +54,17 @@ class DeviceHost {
     DomainChoice choice;
     std::unique_ptr<Device> device;
   };
-  explicit DeviceHost(std::string spec) : spec_(std::move(spec)) {}
+  explicit DeviceHost(std::string spec);  // out of line: the dpdk types are incomplete here
+  // Opens the packet I/O of the backend: fills clock_ and one PacketIo per device. 0 or an fi errno.
+  int open_memloop(std::vector<io::PacketIo*>* ios);
+  int open_ring(std::vector<io::PacketIo*>* ios);
 
   std::string spec_;
   std::mutex mutex_;
-  io::SteadyClock clock_;
-  std::unique_ptr<io::MemLoop> loop_;
+  std::unique_ptr<io::Clock> clock_;
+  std::unique_ptr<io::MemLoop> loop_;                            // memloop
+  std::unique_ptr<dpdk::IoContext> dpdk_;                        // ring
+  std::vector<std::unique_ptr<dpdk::EnginePort>> engine_ports_;  // ring, one per device
   std::vector<Slot> slots_;
 };
 

@@ -7,6 +7,7 @@
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_eq.h>
 #include <rdma/fi_errno.h>
+#include <sched.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -224,6 +225,42 @@ TEST(ObjectsLifecycle, AvInsertLookupRemove) {
     EXPECT_NE(again, fi_addr[1]);  // a stale fi_addr_t never names another entry
     EXPECT_EQ(fi_close(&av->fid), 0);
   }
+}
+
+// The ring backend (DPDK builds): EAL, a net_ring pair and two devices in this process; the
+// application's thread keeps its CPU affinity (EAL's default --lcores=0 would pin it to CPU 0).
+TEST(ObjectsLifecycle, RingBackendOpensAndCloses) {
+#ifndef MROCE_FI_TEST_RING
+  GTEST_SKIP() << "built without DPDK: no ring backend";
+#else
+  ASSERT_EQ(setenv("FI_MROCE_PORT", "ring", 1), 0);  // before libfabric's first call in this process
+  cpu_set_t before, after;
+  ASSERT_EQ(sched_getaffinity(0, sizeof before, &before), 0);
+  Opened o0("ring:0"), o1("ring:1");
+  ASSERT_NE(o0.domain, nullptr);
+  ASSERT_NE(o1.domain, nullptr);
+  ASSERT_EQ(sched_getaffinity(0, sizeof after, &after), 0);
+  EXPECT_TRUE(CPU_EQUAL(&before, &after)) << "EAL changed the thread's CPU affinity";
+  std::vector<char> buf(4096);
+  fid_mr *mr0 = nullptr, *mr1 = nullptr;
+  ASSERT_EQ(fi_mr_reg(o0.domain, buf.data(), 2048, FI_REMOTE_WRITE, 0, 0, 0, &mr0, nullptr), 0);
+  ASSERT_EQ(fi_mr_reg(o1.domain, buf.data() + 2048, 2048, FI_REMOTE_WRITE, 0, 0, 0, &mr1, nullptr), 0);
+  EXPECT_NE(fi_mr_key(mr0), fi_mr_key(mr1));
+  fi_cq_attr attr{};
+  fid_cq* cq = nullptr;
+  ASSERT_EQ(fi_cq_open(o0.domain, &attr, &cq, nullptr), 0);
+  fi_cq_entry entry{};
+  EXPECT_EQ(fi_cq_read(cq, &entry, 1), -FI_EAGAIN);  // progress runs the DPDK devices
+  EXPECT_EQ(fi_close(&cq->fid), 0);
+  EXPECT_EQ(fi_close(&mr1->fid), 0);
+  EXPECT_EQ(fi_close(&mr0->fid), 0);
+  // A second port spec in the same process: the device host is already open on the first one.
+  ASSERT_EQ(setenv("FI_MROCE_PORT", "memloop", 1), 0);
+  InfoPtr other = rdm_info("memloop:0");
+  ASSERT_TRUE(other);
+  fid_domain* busy = nullptr;
+  EXPECT_EQ(fi_domain(o0.fabric, other.get(), &busy, nullptr), -FI_EBUSY);
+#endif
 }
 
 // ---- fi.MrKeys ----

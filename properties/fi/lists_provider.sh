@@ -44,7 +44,7 @@ one_warning() {  # one_warning <env assignment> <pattern>
 check "FI_MROCE_PORT unset: one warning" bash -c "$(declare -f one_warning); unset FI_MROCE_PORT; one_warning X=1 'FI_MROCE_PORT is not set'"
 check "FI_MROCE_PORT=bogus: one warning" one_warning FI_MROCE_PORT=bogus "FI_MROCE_PORT='bogus' is not a port spec"
 check "FI_MROCE_PORT=af_packet:eth0: one warning (not in this build)" one_warning FI_MROCE_PORT=af_packet:eth0 \
-  "DPDK ports are not supported by this build yet"
+  "this port kind is not supported by this build yet"
 check "FI_MROCE_LAYERING=maybe: one warning" one_warning FI_MROCE_LAYERING=maybe "FI_MROCE_LAYERING='maybe' is not a boolean"
 
 exit $fail
