@@ -209,6 +209,29 @@ TEST(HintRefusals, FiPingpongAccepted) {
   }
 }
 
+TEST(HintRefusals, NoHintsGiveEveryDomainAndType) {
+  InfoPtr info;
+  ASSERT_EQ(getinfo(kApi, nullptr, &info), 0);
+  int mroce_entries = 0;
+  for (const fi_info* i = info.get(); i != nullptr; i = i->next) {
+    if (!is_mroce(i)) continue;
+    ++mroce_entries;
+    EXPECT_NE(i->caps & FI_RMA, 0u);  // no hints: the application takes provider keys
+    EXPECT_NE(i->domain_attr->mr_mode & FI_MR_PROV_KEY, 0);
+  }
+  EXPECT_EQ(mroce_entries, 4);  // MSG and RDM on memloop:0 and memloop:1
+}
+
+TEST(HintRefusals, OldApiBasicMrModeTakesRma) {  // before 1.5 mr_mode is FI_MR_BASIC/SCALABLE
+  InfoPtr h = base_hints();
+  h->caps = FI_RMA;
+  h->domain_attr->mr_mode = FI_MR_BASIC;
+  InfoPtr info;
+  ASSERT_EQ(getinfo(FI_VERSION(1, 4), h.get(), &info), 0);
+  EXPECT_EQ(info->domain_attr->mr_mode, FI_MR_BASIC);
+  EXPECT_NE(info->caps & FI_RMA, 0u);
+}
+
 TEST(HintRefusals, CapsTrimmedToTheAsked) {
   InfoPtr info;
   ASSERT_EQ(getinfo(kApi, base_hints().get(), &info), 0);  // asks FI_MSG
