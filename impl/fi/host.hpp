@@ -1,0 +1,71 @@
+// The device host (DESIGN.md 5.2, first row): what one process runs underneath every fabric and
+// domain it opens. Created at the first fi_domain, kept until the provider's cleanup(). Backends:
+// memloop (two devices back to back over io::MemLoop with a steady clock, no DPDK) and, in DPDK
+// builds, ring (EAL, a net_ring pair, one EnginePort per device, the DPDK clock); either way one
+// process can talk to itself through domains <backend>:0 and <backend>:1.
+//
+// The engine is single-threaded (DESIGN.md 5.8 G14): every use of a device holds mutex().
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "fi/addr.hpp"
+#include "fi/config.hpp"
+#include "io/mem_loop.hpp"
+#include "mroce/mroce.hpp"
+
+namespace mroce::dpdk {
+class IoContext;
+class EnginePort;
+}  // namespace mroce::dpdk
+
+namespace mroce::fi {
+
+// A domain the backend offers: its name (domain_attr->name) and its device's address.
+struct DomainChoice {
+  std::string name;
+  EndpointAddress address;
+};
+
+// What the backend of `config` offers, without opening anything (fi_getinfo).
+std::vector<DomainChoice> domain_choices(const PortConfig& config);
+
+class DeviceHost {
+ public:
+  // The process's host, opened for `config` at the first call. Later calls with another port spec
+  // get -FI_EBUSY (one device host per process, DESIGN.md 6.5). Returns 0 or a negative fi errno.
+  static int acquire(const PortConfig& config, DeviceHost** out);
+  // Closes the host (provider cleanup()).
+  static void shutdown() noexcept;
+
+  std::mutex& mutex() noexcept { return mutex_; }
+  // The device behind a domain name; nullptr when this host has no such domain. Hold mutex().
+  Device* device(const std::string& domain_name) noexcept;
+  // Moves every device forward (frames, timers). Hold mutex().
+  void progress() noexcept;
+
+  ~DeviceHost();
+
+ private:
+  struct Slot {
+    DomainChoice choice;
+    std::unique_ptr<Device> device;
+  };
+  explicit DeviceHost(std::string spec);  // out of line: the dpdk types are incomplete here
+  // Opens the packet I/O of the backend: fills clock_ and one PacketIo per device. 0 or an fi errno.
+  int open_memloop(std::vector<io::PacketIo*>* ios);
+  int open_ring(std::vector<io::PacketIo*>* ios);
+
+  std::string spec_;
+  std::mutex mutex_;
+  std::unique_ptr<io::Clock> clock_;
+  std::unique_ptr<io::MemLoop> loop_;                            // memloop
+  std::unique_ptr<dpdk::IoContext> dpdk_;                        // ring
+  std::vector<std::unique_ptr<dpdk::EnginePort>> engine_ports_;  // ring, one per device
+  std::vector<Slot> slots_;
+};
+
+}  // namespace mroce::fi

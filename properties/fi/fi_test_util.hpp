@@ -1,0 +1,46 @@
+// Helpers of the provider tests: hints that select mroce, and owners that free libfabric objects.
+#pragma once
+
+#include <rdma/fabric.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_errno.h>
+
+#include <cstring>
+#include <memory>
+#include <string>
+
+namespace mroce::fi_test {
+
+struct InfoDeleter {
+  void operator()(fi_info* info) const { fi_freeinfo(info); }
+};
+using InfoPtr = std::unique_ptr<fi_info, InfoDeleter>;
+
+// Hints with the provider name set to mroce (what `-p mroce` and Open MPI's include list select).
+inline InfoPtr mroce_hints() {
+  InfoPtr hints(fi_allocinfo());
+  hints->fabric_attr->prov_name = strdup("mroce");
+  return hints;
+}
+
+// fi_getinfo; on success *out owns the list.
+inline int getinfo(uint32_t version, const fi_info* hints, InfoPtr* out, uint64_t flags = 0) {
+  fi_info* info = nullptr;
+  const int r = fi_getinfo(version, nullptr, nullptr, flags, hints, &info);
+  out->reset(r == 0 ? info : nullptr);
+  return r;
+}
+
+// The first mroce RDM entry of `domain` with RMA (provider keys, virtual addresses).
+inline InfoPtr rdm_info(const char* domain = "memloop:0") {
+  InfoPtr hints = mroce_hints();
+  hints->ep_attr->type = FI_EP_RDM;
+  hints->caps = FI_MSG | FI_TAGGED | FI_RMA;
+  hints->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
+  hints->domain_attr->name = strdup(domain);
+  InfoPtr info;
+  getinfo(FI_VERSION(1, 17), hints.get(), &info);
+  return info;
+}
+
+}  // namespace mroce::fi_test
