@@ -58,6 +58,7 @@ struct FabricCliOptions {
     uint32_t warmup = 1;                // collective: untimed iterations first
     double grant = 1;                   // mroce receivers share out this fraction of their line rate [R-FS-1]
     uint32_t fs_interval_us = 50;       // mroce FS_INTERVAL [R-FS-3]
+    std::string host_ring = "shared";   // mroce hosts' transmit ring: shared (over all planes) | per-plane
     uint32_t hint_ttl_us = 1000;        // mroce HINT_TTL [R-CC-6]
     uint32_t queue_kb = 1024;
     uint32_t ecn_kb = 100;
@@ -298,7 +299,7 @@ private:
           << " --window-cap " << o_.window_cap << " --rto-min-us " << o_.rto_min_us << " --home-probe-us "
           << o_.home_probe_us << " --home-probe-max-us " << o_.home_probe_max_us << " --queue-kb " << o_.queue_kb
           << " --ecn-kb " << o_.ecn_kb << " --grant " << o_.grant << " --fs-interval-us " << o_.fs_interval_us
-          << " --hint-ttl-us " << o_.hint_ttl_us;
+          << " --hint-ttl-us " << o_.hint_ttl_us << " --host-ring " << o_.host_ring;
         if (o_.hosts) c << " --hosts " << o_.hosts;
         if (o_.topology == "leaf-spine") c << " --hosts-per-leaf " << o_.hosts_per_leaf;
         if (o_.bytes) c << " --bytes " << o_.bytes;
@@ -378,6 +379,7 @@ private:
         base_.mroce.rto_min_us = o_.rto_min_us;
         base_.mroce.capacity_fraction = o_.grant;
         base_.mroce.fs_interval_us = o_.fs_interval_us;
+        base_.mroce.tx_ring_per_plane = o_.host_ring == "per-plane";
         base_.mroce.hint_ttl_us = o_.hint_ttl_us;
         base_.mroce.home_probe_us = o_.home_probe_us;
         base_.mroce.home_probe_max_us = std::max(o_.home_probe_max_us, o_.home_probe_us);
@@ -431,6 +433,7 @@ private:
                     {"bytes_per_flow", base_.bytes},
                     {"mroce_paths", base_.mroce.offer.paths},
                     {"mroce_window_cap", base_.mroce.offer.window_cap},
+                    {"mroce_host_ring", o_.host_ring},
                     {"mroce_rto_min_us", base_.mroce.rto_min_us},
                     {"mroce_home_probe_us", base_.mroce.home_probe_us},
                     {"mroce_home_probe_max_us", base_.mroce.home_probe_max_us},
@@ -1161,6 +1164,11 @@ Runner add_fabric(CLI::App& app, const GlobalOptions& global) {
     sub->add_option("--fs-interval-us", o->fs_interval_us, "mroce FS_INTERVAL: how often receivers recompute shares")
         ->capture_default_str()
         ->check(CLI::Range(1u, 100000u));
+    sub->add_option("--host-ring", o->host_ring,
+                    "mroce hosts' transmit ring of 16 frames per plane, counted over all planes (shared: a "
+                    "backlog on one plane holds every plane's new data) or per plane")
+        ->capture_default_str()
+        ->check(CLI::IsMember({"shared", "per-plane"}));
     sub->add_option("--hint-ttl-us", o->hint_ttl_us, "mroce HINT_TTL: how long a sender keeps a rate hint")
         ->capture_default_str()
         ->check(CLI::Range(1u, 1000000u));

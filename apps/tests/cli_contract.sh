@@ -127,7 +127,8 @@ expect "perf loopback --pcap: every frame once, real MACs" $?
 # fabric collective (when the fabric is built): misuse gets one line and exit 2; a small run ends
 # with one JSON object whose every host holds the expected result.
 if "$bin" fabric --help >/dev/null 2>&1; then
-    for args in "fabric collective --op allgather" "fabric collective --algos tree" "fabric collective --min-mib 0"; do
+    for args in "fabric collective --op allgather" "fabric collective --algos tree" "fabric collective --min-mib 0" \
+        "fabric planes --host-ring both"; do
         read -r -a words <<<"$args"
         check "bad: $args" 2 "$bin" "${words[@]}"
         [ "$(printf '%s\n' "$err" | wc -l)" = 1 ]; expect "$args: one stderr line" $?
@@ -143,11 +144,12 @@ assert all(r["wrong_hosts"] == 0 and r["time_us"] > 0 for r in rows), rows
 assert o["config"]["planes"] == 2 and all(r["planes"] == 2 for r in o["runs"]), o["config"]'
     expect "fabric collective --json: every host right, a row per algorithm and loss" $?
     check fabric-planes-json 0 "$bin" --json fabric planes --hosts 8 --per-host 2 --bytes 1000000 \
-        --transports mroce --no-plots --watch-flow 3
+        --transports mroce --no-plots --watch-flow 3 --host-ring per-plane
     printf '%s\n' "$out" | tail -n 1 | python3 -c '
 import json, sys
 o = json.loads(sys.stdin.read())
 assert o["pass"] and o["config"]["planes"] == [4, 8], o["config"]
+assert o["config"]["mroce_host_ring"] == "per-plane", o["config"]
 assert [r["planes"] for r in o["runs"]] == [4, 8], [r["planes"] for r in o["runs"]]
 assert all(r["flows_done"] == r["flows"] == 16 for r in o["runs"]), o["runs"]
 assert o["plane_ratio"]["mroce"] > 0, o["plane_ratio"]

@@ -22,7 +22,9 @@ MroceHost::MroceHost(Fabric& fabric, uint32_t host, const MroceHostOptions& o)
       // Room for the largest frame of the offered payload; the ring plus one burst out.
       pool_(o.rx_ring + 2048, (uint32_t(o.offer.max_payload) + 256 + 63) / 64 * 64),
       rx_ring_(o.rx_ring),
-      tx_ring_(o.tx_ring * fabric.planes()) {
+      tx_ring_(o.tx_ring * fabric.planes()),
+      per_plane_(o.tx_ring_per_plane),
+      in_plane_(fabric.planes(), 0) {
     DeviceConfig c;
     c.self = host_address(host);
     c.capacity_mbps = uint32_t(fabric.config().rate_gbps * 1000.0 * fabric.planes() * o.capacity_fraction);
@@ -53,16 +55,22 @@ MroceHost::MroceHost(Fabric& fabric, uint32_t host, const MroceHostOptions& o)
     device_ = Device::open(c, *this, *this, &err);
     if (!device_) throw std::runtime_error(std::string("fabric: host device open failed: ") + result_name(err));
     fabric_.set_receiver(host, [this](uint32_t plane, const SimFrame& f) { receive(plane, f); });
-    fabric_.set_nic_listener(host, [this](uint32_t) {
+    fabric_.set_nic_listener(host, [this](uint32_t plane) {
         --in_nic_;
-        // Half the ring drained: poll, so that new data that waited for room goes out.
-        if (tx_ring_ && in_nic_ == tx_ring_ / 2) kick();
+        --in_plane_[plane];
+        // Half the ring (or half a plane's) drained: poll, so that new data that waited for room goes out.
+        const uint32_t ring = per_plane_ ? tx_ring_ / uint32_t(in_plane_.size()) : tx_ring_;
+        if (ring && (per_plane_ ? in_plane_[plane] : in_nic_) == ring / 2) kick();
     });
 }
 
 uint32_t MroceHost::tx_room() const noexcept {
     if (tx_ring_ == 0) return UINT32_MAX;
-    return in_nic_ >= tx_ring_ ? 0 : tx_ring_ - in_nic_;
+    if (!per_plane_) return in_nic_ >= tx_ring_ ? 0 : tx_ring_ - in_nic_;
+    const uint32_t ring = tx_ring_ / uint32_t(in_plane_.size());
+    uint32_t room = 0;
+    for (uint32_t n : in_plane_) room += n >= ring ? 0 : ring - n;
+    return room;
 }
 
 MroceHost::~MroceHost() {
@@ -105,7 +113,9 @@ void MroceHost::tx_burst(io::PacketBuf** pkts, uint16_t n) noexcept {
     for (uint16_t i = 0; i < n; ++i) {
         io::PacketBuf* b = pkts[i];
         ++in_nic_;
-        fabric_.host_send(host_, impair::ecmp_link(b->route, planes), b->data, b->len);
+        const uint32_t plane = impair::ecmp_link(b->route, planes);
+        ++in_plane_[plane];
+        fabric_.host_send(host_, plane, b->data, b->len);
         pool_.free(b);
     }
 }

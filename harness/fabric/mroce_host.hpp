@@ -6,6 +6,7 @@
 #pragma once
 
 #include <deque>
+#include <vector>
 #include <functional>
 #include <memory>
 
@@ -41,6 +42,10 @@ struct MroceHostOptions {
     // at the pace the wire drains, as a NIC's transport scheduler does, instead of dumping its window
     // into the NIC queue. 0: unlimited.
     uint32_t tx_ring = 16;
+    // How the ring is counted: false, over all planes (16 x P shared, so a backlog on one plane holds
+    // every plane's new data); true, per plane, reporting the free slots of the planes that have
+    // room (a frame for a full plane still goes: the engine does not know a route's plane).
+    bool tx_ring_per_plane = false;
 };
 
 class MroceHost final : public io::PacketIo, public io::Clock {
@@ -81,8 +86,10 @@ private:
     io::BufPool pool_;
     std::deque<io::PacketBuf*> rx_;
     uint32_t rx_ring_;
-    uint32_t tx_ring_;     // all planes; 0 unlimited
-    uint32_t in_nic_ = 0;  // frames handed to the NICs, not yet on the wire
+    uint32_t tx_ring_;                // all planes; 0 unlimited
+    uint32_t in_nic_ = 0;             // frames handed to the NICs, not yet on the wire
+    bool per_plane_;                  // MroceHostOptions::tx_ring_per_plane
+    std::vector<uint32_t> in_plane_;  // in_nic_ by plane
     std::unique_ptr<Device> device_;
     sim::Timer poll_event_, timer_event_;
     uint64_t rx_drops_ = 0;
