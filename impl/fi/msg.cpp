@@ -30,9 +30,9 @@
 namespace mroce::fi {
 namespace {
 
-constexpr size_t kCmDataSize = 256;           // FI_OPT_CM_DATA_SIZE
+constexpr size_t kCmDataSize = 256;             // FI_OPT_CM_DATA_SIZE
 constexpr size_t kRxSlots = 16, kTxSlots = 16;  // per channel
-constexpr uint16_t kStream = 0;               // everything ordered: stream 0 (DESIGN.md 5.2 streams)
+constexpr uint16_t kStream = 0;                 // everything ordered: stream 0 (DESIGN.md 5.2 streams)
 
 enum class WireType : uint8_t { Hello = 1, Accept = 2, Reject = 3, Data = 4 };
 constexpr uint8_t kHasData = 1;  // Data: `data` is remote CQ data
@@ -222,7 +222,7 @@ int send_wire(Channel* c, const WireHeader& h, const void* payload, size_t len, 
 
 std::vector<uint8_t> cm_entry(fid_t fid, struct fi_info* info, const uint8_t* data, size_t len) {
   std::vector<uint8_t> bytes(sizeof(struct fi_eq_cm_entry) + len);
-  struct fi_eq_cm_entry e{};
+  struct fi_eq_cm_entry e {};
   e.fid = fid;
   e.info = info;
   std::memcpy(bytes.data(), &e, sizeof e);
@@ -232,7 +232,7 @@ std::vector<uint8_t> cm_entry(fid_t fid, struct fi_info* info, const uint8_t* da
 
 void report_eq_error(MsgEndpoint* ep, int err, std::vector<uint8_t> err_data) {
   if (ep->eq == nullptr) return;
-  struct fi_eq_err_entry e{};
+  struct fi_eq_err_entry e {};
   e.fid = &ep->fid.fid;
   e.context = ep->fid.fid.context;
   e.err = err;
@@ -247,7 +247,7 @@ void complete_recv(MsgEndpoint* ep, const PostedRecv& r, const uint8_t* payload,
   const uint64_t flags = FI_MSG | FI_RECV | (has_data ? FI_REMOTE_CQ_DATA : 0);
   if (ep->rx_cq == nullptr) return;
   if (copied < len) {  // an error completion is always reported, selective or not
-    struct fi_cq_err_entry e{};
+    struct fi_cq_err_entry e {};
     e.op_context = r.context;
     e.flags = flags;
     e.len = copied;
@@ -275,7 +275,7 @@ void flush_receives(MsgEndpoint* ep) {
     const PostedRecv r = ep->posted.front();
     ep->posted.pop_front();
     if (ep->rx_cq == nullptr) continue;
-    struct fi_cq_err_entry e{};
+    struct fi_cq_err_entry e {};
     e.op_context = r.context;
     e.flags = FI_MSG | FI_RECV;
     e.buf = r.buf;
@@ -335,10 +335,9 @@ void on_receive(Channel* c, const WorkCompletion& wc) {
   const size_t slot = wc.wr_id & ~kRxBit;
   if (wc.status != Status::Success) {
     if (wc.status != Status::Flushed)
-      FI_WARN(&g_provider, FI_LOG_EP_DATA, "a receive on connection %u failed: %s\n", c->conn,
-              status_name(wc.status));
+      FI_WARN(&g_provider, FI_LOG_EP_DATA, "a receive on connection %u failed: %s\n", c->conn, status_name(wc.status));
     if (wc.status == Status::Canceled && !c->down) post_bounce(c, slot);  // the sender gave it up
-    return;                                                              // Flushed: the connection is gone
+    return;                                                               // Flushed: the connection is gone
   }
   if (wc.byte_len >= sizeof(WireHeader)) {
     WireHeader h;
@@ -382,7 +381,7 @@ void on_send(Channel* c, const WorkCompletion& wc) {
   if (ep == nullptr || ep->tx_cq == nullptr) return;
   if (wc.status != Status::Success) {
     // Every failed send is reported, even an inject's (then without a context).
-    struct fi_cq_err_entry e{};
+    struct fi_cq_err_entry e {};
     e.op_context = slot.context;
     e.flags = FI_MSG | FI_SEND;
     e.err = fi_errno_of(wc.status);
@@ -536,7 +535,8 @@ int ep_connect(struct fid_ep* fid, const void* addr, const void* param, size_t p
     std::memcpy(c->hello.data(), &h, sizeof h);
     c->hello.insert(c->hello.end(), self.begin(), self.end());
     if (paramlen > 0)
-      c->hello.insert(c->hello.end(), static_cast<const uint8_t*>(param), static_cast<const uint8_t*>(param) + paramlen);
+      c->hello.insert(c->hello.end(), static_cast<const uint8_t*>(param),
+                      static_cast<const uint8_t*>(param) + paramlen);
     c->ep = ep;
     ep->channel = c;
     ep->state = EpState::Connecting;
@@ -709,8 +709,7 @@ ssize_t msg_sendv(struct fid_ep* fid, const struct iovec* iov, void** desc, size
                   context);
 }
 
-ssize_t msg_senddata(struct fid_ep* fid, const void* buf, size_t len, void*, uint64_t data, fi_addr_t,
-                     void* context) {
+ssize_t msg_senddata(struct fid_ep* fid, const void* buf, size_t len, void*, uint64_t data, fi_addr_t, void* context) {
   return guarded(FI_LOG_EP_DATA, "fi_senddata", [&]() -> int {
     MsgEndpoint* ep = ep_of(fid);
     if (data >> (8 * kCqDataSize)) return -FI_EINVAL;  // cq_data_size 4
@@ -721,8 +720,8 @@ ssize_t msg_senddata(struct fid_ep* fid, const void* buf, size_t len, void*, uin
 ssize_t msg_sendmsg(struct fid_ep* fid, const struct fi_msg* msg, uint64_t flags) {
   return guarded(FI_LOG_EP_DATA, "fi_sendmsg", [&]() -> int {
     if (msg == nullptr || msg->iov_count > 1 || (msg->iov_count == 1 && msg->msg_iov == nullptr)) return -FI_EINVAL;
-    if (flags & ~(FI_COMPLETION | FI_INJECT | FI_REMOTE_CQ_DATA | FI_MSG | FI_SEND | FI_TRANSMIT_COMPLETE |
-                  FI_INJECT_COMPLETE))
+    if (flags &
+        ~(FI_COMPLETION | FI_INJECT | FI_REMOTE_CQ_DATA | FI_MSG | FI_SEND | FI_TRANSMIT_COMPLETE | FI_INJECT_COMPLETE))
       return -FI_EBADFLAGS;
     MsgEndpoint* ep = ep_of(fid);
     const size_t len = msg->iov_count ? msg->msg_iov[0].iov_len : 0;
@@ -820,8 +819,10 @@ int ep_close(struct fid* fid) {
     if (ConnRequest* req = ep->request) {  // never accepted: refuse it for the application
       if (Channel* c = req->channel) {
         c->request = nullptr;
-        if (c->down) remove_channel(c);
-        else c->device->close(c->conn, true);
+        if (c->down)
+          remove_channel(c);
+        else
+          c->device->close(c->conn, true);
       }
       delete req;
     }
@@ -994,8 +995,7 @@ struct fi_ops_cm g_pep_cm_ops = {
 
 int open_endpoint(struct fid_domain* domain_fid, struct fi_info* info, struct fid_ep** out, void* context) {
   return guarded(FI_LOG_EP_CTRL, "fi_endpoint", [&]() -> int {
-    if (!is_our_domain(domain_fid) || info == nullptr || out == nullptr || info->ep_attr == nullptr)
-      return -FI_EINVAL;
+    if (!is_our_domain(domain_fid) || info == nullptr || out == nullptr || info->ep_attr == nullptr) return -FI_EINVAL;
     if (info->ep_attr->type != FI_EP_MSG) {
       FI_WARN(&g_provider, FI_LOG_EP_CTRL, "only FI_EP_MSG endpoints are implemented by this build\n");
       return -FI_ENOSYS;

@@ -178,29 +178,15 @@ struct Pair {
 
   ~Pair() {
     for (Side* s : {&server, &client})
-      if (s->ep) {
-        EXPECT_EQ(fi_close(&s->ep->fid), 0);
-      }
-    if (pep) {
-      EXPECT_EQ(fi_close(&pep->fid), 0);
-    }
-    if (pep_eq) {
-      EXPECT_EQ(fi_close(&pep_eq->fid), 0);
-    }
+      if (s->ep) { EXPECT_EQ(fi_close(&s->ep->fid), 0); }
+    if (pep) { EXPECT_EQ(fi_close(&pep->fid), 0); }
+    if (pep_eq) { EXPECT_EQ(fi_close(&pep_eq->fid), 0); }
     for (Side* s : {&server, &client}) {
-      if (s->cq) {
-        EXPECT_EQ(fi_close(&s->cq->fid), 0);
-      }
-      if (s->eq) {
-        EXPECT_EQ(fi_close(&s->eq->fid), 0);
-      }
-      if (s->domain) {
-        EXPECT_EQ(fi_close(&s->domain->fid), 0);
-      }
+      if (s->cq) { EXPECT_EQ(fi_close(&s->cq->fid), 0); }
+      if (s->eq) { EXPECT_EQ(fi_close(&s->eq->fid), 0); }
+      if (s->domain) { EXPECT_EQ(fi_close(&s->domain->fid), 0); }
     }
-    if (fabric) {
-      EXPECT_EQ(fi_close(&fabric->fid), 0);
-    }
+    if (fabric) { EXPECT_EQ(fi_close(&fabric->fid), 0); }
   }
 };
 
@@ -325,8 +311,7 @@ TEST(MsgSendRecv, PostedReceivesMatchInOrder) {
   for (int i = 0; i < 3; ++i) ASSERT_EQ(fi_recv(p.server.ep, rbuf[i], sizeof rbuf[i], nullptr, 0, &ctx[i]), 0);
   const std::string msgs[3] = {"first", "second message", "third"};
   int sctx[3] = {};
-  for (int i = 0; i < 3; ++i)
-    ASSERT_EQ(fi_send(p.client.ep, msgs[i].data(), msgs[i].size(), nullptr, 0, &sctx[i]), 0);
+  for (int i = 0; i < 3; ++i) ASSERT_EQ(fi_send(p.client.ep, msgs[i].data(), msgs[i].size(), nullptr, 0, &sctx[i]), 0);
   for (int i = 0; i < 3; ++i) {
     fi_cq_data_entry e{};
     ASSERT_EQ(read_cq(p.server.cq, &e), 1) << i;
@@ -403,9 +388,7 @@ TEST(MsgSendRecv, InjectSenddataSendmsgRecvmsg) {
     EXPECT_EQ(e.op_context, r[i]);
     EXPECT_EQ(e.flags, expect[i].flags) << i;
     EXPECT_EQ(std::string(r[i], e.len), expect[i].text);
-    if (e.flags & FI_REMOTE_CQ_DATA) {
-      EXPECT_EQ(e.data, expect[i].data) << i;
-    }
+    if (e.flags & FI_REMOTE_CQ_DATA) { EXPECT_EQ(e.data, expect[i].data) << i; }
   }
   // Sender: fi_inject writes no completion; senddata and both sendmsg do (FI_INJECT on sendmsg only
   // frees the buffer at return, fi_msg(3)).
