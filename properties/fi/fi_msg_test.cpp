@@ -87,7 +87,10 @@ struct Pair {
   fid_eq* pep_eq = nullptr;
   Side server, client;
 
-  explicit Pair(fi_cq_format format = FI_CQ_FORMAT_DATA) { open(format); }
+  explicit Pair(fi_cq_format format = FI_CQ_FORMAT_DATA, uint64_t client_cq_bind_flags = 0)
+      : client_cq_flags(client_cq_bind_flags) {
+    open(format);
+  }
 
   void open(fi_cq_format format) {
     server.info = msg_info("memloop:0");
@@ -114,9 +117,12 @@ struct Pair {
   std::string failed;  // the set-up step that failed, if any
   bool ready() const { return failed.empty(); }
 
-  static int bind_and_enable(Side& s) {
+  uint64_t client_cq_flags = 0;  // extra fi_ep_bind flags of the client's CQ (FI_SELECTIVE_COMPLETION)
+
+  int bind_and_enable(Side& s) {
     if (int r = fi_ep_bind(s.ep, &s.eq->fid, 0)) return r;
-    if (int r = fi_ep_bind(s.ep, &s.cq->fid, FI_TRANSMIT | FI_RECV)) return r;
+    const uint64_t extra = &s == &client ? client_cq_flags : 0;
+    if (int r = fi_ep_bind(s.ep, &s.cq->fid, FI_TRANSMIT | FI_RECV | extra)) return r;
     return fi_enable(s.ep);
   }
 
@@ -276,12 +282,24 @@ TEST(MsgReject, RefusedWithCmData) {
   fi_freeinfo(info);
   std::vector<uint8_t> entry;
   ASSERT_EQ(read_event(p.client.eq, &entry), -FI_EAVAIL);
+  // Peeked without a buffer: err_data points at the provider's copy.
   fi_eq_err_entry err{};
-  ASSERT_EQ(fi_eq_readerr(p.client.eq, &err, 0), static_cast<ssize_t>(sizeof err));
+  ASSERT_EQ(fi_eq_readerr(p.client.eq, &err, FI_PEEK), static_cast<ssize_t>(sizeof err));
   EXPECT_EQ(err.err, FI_ECONNREFUSED);
   EXPECT_EQ(err.fid, &p.client.ep->fid);
   ASSERT_EQ(err.err_data_size, 8u);
   EXPECT_EQ(std::string(static_cast<const char*>(err.err_data), 8), "no, busy");
+  // Read into the application's buffer (fi_eq(3), API 1.5+), cut to its size.
+  char app_data[4] = {};
+  fi_eq_err_entry taken{};
+  taken.err_data = app_data;
+  taken.err_data_size = sizeof app_data;
+  ASSERT_EQ(fi_eq_readerr(p.client.eq, &taken, 0), static_cast<ssize_t>(sizeof taken));
+  EXPECT_EQ(taken.err, FI_ECONNREFUSED);
+  EXPECT_EQ(taken.err_data, app_data);
+  ASSERT_EQ(taken.err_data_size, 4u);
+  EXPECT_EQ(std::string(app_data, 4), "no, ");
+  EXPECT_EQ(fi_eq_readerr(p.client.eq, &taken, 0), -FI_EAGAIN);  // reported once
   char buf[4] = {};
   EXPECT_EQ(fi_send(p.client.ep, buf, sizeof buf, nullptr, 0, nullptr), -FI_ENOTCONN);
 }
@@ -475,6 +493,35 @@ TEST(MsgSendRecv, CqFormatsContextAndMsg) {
       EXPECT_EQ(e.len, 3u);
     }
   }
+}
+
+TEST(MsgSendRecv, SelectiveCompletion) {
+  Pair p(FI_CQ_FORMAT_DATA, FI_SELECTIVE_COMPLETION);
+  ASSERT_TRUE(p.ready()) << p.failed;
+  ASSERT_TRUE(p.connected()) << p.failed;
+  char in[3][8] = {};
+  for (auto& buf : in) ASSERT_EQ(fi_recv(p.server.ep, buf, sizeof buf, nullptr, 0, buf), 0);
+  // fi_send: no entry; fi_sendmsg with FI_COMPLETION: one; without: none.
+  ASSERT_EQ(fi_send(p.client.ep, "quiet", 5, nullptr, 0, nullptr), 0);
+  iovec iov{const_cast<char*>("asked"), 5};
+  int asked = 0;
+  fi_msg msg{};
+  msg.msg_iov = &iov;
+  msg.iov_count = 1;
+  msg.context = &asked;
+  ASSERT_EQ(fi_sendmsg(p.client.ep, &msg, FI_COMPLETION), 0);
+  ASSERT_EQ(fi_sendmsg(p.client.ep, &msg, 0), 0);
+  fi_cq_data_entry e{};
+  for (int i = 0; i < 3; ++i) ASSERT_EQ(read_cq(p.server.cq, &e), 1) << i;  // all three arrived
+  ASSERT_EQ(read_cq(p.client.cq, &e), 1);
+  EXPECT_EQ(e.op_context, &asked);
+  EXPECT_EQ(read_cq(p.client.cq, &e), -FI_EAGAIN);
+  // A truncated receive is reported even on a selective CQ.
+  char tiny[2] = {};
+  ASSERT_EQ(fi_recv(p.client.ep, tiny, sizeof tiny, nullptr, 0, tiny), 0);
+  ASSERT_EQ(fi_send(p.server.ep, "long", 4, nullptr, 0, nullptr), 0);
+  ASSERT_EQ(read_cq(p.client.cq, &e), -FI_EAVAIL);
+  EXPECT_EQ(read_cq_error(p.client.cq).err, FI_ETRUNC);
 }
 
 // ---- fi.MsgShutdown ----
