@@ -495,6 +495,52 @@ TEST(MsgSendRecv, CqFormatsContextAndMsg) {
   }
 }
 
+// More messages than the send slots and bounce receives of a connection (16 each): sends meet
+// -FI_EAGAIN and are retried; every message arrives once, in order, byte-exact, and every send
+// completes once.
+TEST(MsgSendRecv, ManyMessagesInOrderWithBackPressure) {
+  Pair p;
+  ASSERT_TRUE(p.ready()) << p.failed;
+  ASSERT_TRUE(p.connected()) << p.failed;
+  constexpr int kCount = 200;
+  auto size_of = [](int i) { return static_cast<size_t>((i * 7919) % kMsgMax) + 1; };
+  auto byte_of = [](int i, size_t j) { return static_cast<uint8_t>(i * 31 + j * 7); };
+  std::vector<std::vector<uint8_t>> in(kCount, std::vector<uint8_t>(kMsgMax));
+  for (int i = 0; i < kCount; ++i) ASSERT_EQ(fi_recv(p.server.ep, in[i].data(), kMsgMax, nullptr, 0, &in[i]), 0);
+  int sent = 0, send_done = 0, received = 0, again = 0;
+  std::vector<uint8_t> out;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while ((send_done < kCount || received < kCount) && std::chrono::steady_clock::now() < deadline) {
+    while (sent < kCount) {  // a burst until the send slots run out
+      out.resize(size_of(sent));
+      for (size_t j = 0; j < out.size(); ++j) out[j] = byte_of(sent, j);
+      const ssize_t r = fi_send(p.client.ep, out.data(), out.size(), nullptr, 0, nullptr);
+      if (r != 0) {
+        ASSERT_EQ(r, -FI_EAGAIN);
+        ++again;
+        break;
+      }
+      ++sent;
+    }
+    fi_cq_data_entry e{};
+    if (fi_cq_read(p.client.cq, &e, 1) == 1) ++send_done;
+    const ssize_t n = fi_cq_read(p.server.cq, &e, 1);
+    ASSERT_NE(n, -FI_EAVAIL) << "error completion at message " << received;
+    if (n == 1) {
+      ASSERT_EQ(e.op_context, &in[received]) << received;
+      ASSERT_EQ(e.len, size_of(received)) << received;
+      for (size_t j = 0; j < e.len; ++j) ASSERT_EQ(in[received][j], byte_of(received, j)) << received << " " << j;
+      ++received;
+    }
+  }
+  EXPECT_EQ(send_done, kCount);
+  EXPECT_EQ(received, kCount);
+  EXPECT_GT(again, 0);  // the back-pressure path was taken
+  fi_cq_data_entry e{};
+  EXPECT_EQ(fi_cq_read(p.client.cq, &e, 1), -FI_EAGAIN);
+  EXPECT_EQ(fi_cq_read(p.server.cq, &e, 1), -FI_EAGAIN);
+}
+
 TEST(MsgSendRecv, SelectiveCompletion) {
   Pair p(FI_CQ_FORMAT_DATA, FI_SELECTIVE_COMPLETION);
   ASSERT_TRUE(p.ready()) << p.failed;
