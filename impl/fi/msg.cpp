@@ -55,7 +55,8 @@ struct ConnRequest;
 
 struct TxSlot {
   bool busy = false;
-  bool report = false;  // a CQ entry is due (not inject, not CM, not suppressed)
+  bool report = false;       // a CQ entry is due (not inject, not CM, not suppressed)
+  bool application = false;  // the application's message (DATA), not the provider's CM message
   void* context = nullptr;
 };
 
@@ -216,7 +217,7 @@ int send_wire(Channel* c, const WireHeader& h, const void* payload, size_t len, 
   Sge sge{c->tx_mr.iova + slot * kSlotSize, static_cast<uint32_t>(sizeof h + len), c->tx_mr.lkey};
   const Result r = c->device->post_send(c->conn, kStream, slot, sge);
   if (r != Result::Ok) return fi_errno_of(r);
-  c->tx_slots[slot] = TxSlot{true, report, context};
+  c->tx_slots[slot] = TxSlot{true, report, h.type == WireType::Data, context};
   return 0;
 }
 
@@ -378,9 +379,11 @@ void on_send(Channel* c, const WorkCompletion& wc) {
   if (wc.status != Status::Success)
     FI_WARN(&g_provider, FI_LOG_EP_DATA, "a send on connection %u failed: %s\n", c->conn, status_name(wc.status));
   MsgEndpoint* ep = c->ep;
-  if (ep == nullptr || ep->tx_cq == nullptr) return;
+  // The provider's own CM messages are not the application's business: a failure only logs. (A
+  // peer's graceful close may flush an ACCEPT it had received but not yet acknowledged.)
+  if (ep == nullptr || ep->tx_cq == nullptr || !slot.application) return;
   if (wc.status != Status::Success) {
-    // Every failed send is reported, even an inject's (then without a context).
+    // Every failed application send is reported, even an inject's (then without a context).
     struct fi_cq_err_entry e {};
     e.op_context = slot.context;
     e.flags = FI_MSG | FI_SEND;
@@ -443,12 +446,10 @@ void on_event(Device& device, const ConnEvent& ev) {
 }  // namespace
 
 int dispatch_msg_events(Device& device) noexcept {
+  // Completions before events: a message that arrived before its connection went down must reach
+  // its receive before the Down flushes the receives still posted. (Up cannot be overtaken: a
+  // channel's receives are posted only at its Up.)
   int handled = 0;
-  ConnEvent events[16];
-  for (int n; (n = device.poll_events(events, 16)) > 0;) {
-    for (int i = 0; i < n; ++i) on_event(device, events[i]);
-    handled += n;
-  }
   WorkCompletion wcs[64];
   for (int n; (n = device.poll_cq(wcs, 64)) > 0;) {
     for (int i = 0; i < n; ++i) {
@@ -459,6 +460,11 @@ int dispatch_msg_events(Device& device) noexcept {
       else
         on_send(c, wcs[i]);
     }
+    handled += n;
+  }
+  ConnEvent events[16];
+  for (int n; (n = device.poll_events(events, 16)) > 0;) {
+    for (int i = 0; i < n; ++i) on_event(device, events[i]);
     handled += n;
   }
   return handled;

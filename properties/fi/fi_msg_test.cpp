@@ -1,6 +1,6 @@
 // fi.MsgConnectAccept, fi.MsgReject, fi.MsgSendRecv, fi.MsgShutdown (DESIGN.md 6.3 M2): FI_EP_MSG
 // endpoints on the memloop backend, a listener on memloop:0 and a client on memloop:1 of one process,
-// through the public libfabric API only.
+// through the public libfabric API only. FI_MROCE_PORT=ring runs them on the ring backend (by hand).
 #include <rdma/fabric.h>
 #include <rdma/fi_cm.h>
 #include <rdma/fi_domain.h>
@@ -14,6 +14,7 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -25,11 +26,17 @@ namespace {
 
 constexpr size_t kMsgMax = 65536;  // max_msg_size of the MSG entries
 
-InfoPtr msg_info(const char* domain) {
+// Domain `index` of the backend the environment selects (ctest: memloop; by hand also ring).
+std::string domain_name(int index) {
+  const char* port = std::getenv("FI_MROCE_PORT");
+  return std::string(port != nullptr ? port : "memloop") + ":" + std::to_string(index);
+}
+
+InfoPtr msg_info(int domain_index) {
   InfoPtr hints = mroce_hints();
   hints->ep_attr->type = FI_EP_MSG;
   hints->caps = FI_MSG;
-  hints->domain_attr->name = strdup(domain);
+  hints->domain_attr->name = strdup(domain_name(domain_index).c_str());
   InfoPtr info;
   getinfo(FI_VERSION(1, 17), hints.get(), &info);
   return info;
@@ -93,8 +100,8 @@ struct Pair {
   }
 
   void open(fi_cq_format format) {
-    server.info = msg_info("memloop:0");
-    client.info = msg_info("memloop:1");
+    server.info = msg_info(0);
+    client.info = msg_info(1);
     if (!server.info || !client.info) return fail("fi_getinfo");
     if (int r = fi_fabric(server.info->fabric_attr, &fabric, nullptr)) return fail("fi_fabric", r);
     fi_eq_attr eq_attr{};
@@ -256,7 +263,7 @@ TEST(MsgConnectAccept, BadCallsGetTypedErrors) {
 }
 
 TEST(MsgConnectAccept, GetinfoOffersMessagesOnly) {
-  InfoPtr info = msg_info("memloop:0");
+  InfoPtr info = msg_info(0);
   ASSERT_TRUE(info);
   EXPECT_EQ(info->caps & (FI_TAGGED | FI_RMA | FI_READ | FI_WRITE), 0u);
   EXPECT_EQ(info->ep_attr->max_msg_size, kMsgMax);
