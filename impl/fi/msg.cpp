@@ -122,6 +122,7 @@ struct ConnRequest {
   Channel* channel = nullptr;
   DeviceHost* host = nullptr;
   std::vector<uint8_t> peer_name;
+  MsgEndpoint* holder = nullptr;  // the endpoint opened with it (one at most)
 };
 
 // Channels by (device, engine connection) and listeners by (device, ep id). Host mutex.
@@ -297,7 +298,10 @@ void on_hello(Channel* c, const uint8_t* payload, size_t len, uint32_t dst_ep_id
   }
   PassiveEndpoint* pep = it->second;
   struct fi_info* info = fi_dupinfo(pep->info);
-  if (info == nullptr) return;
+  if (info == nullptr) {
+    c->device->close(c->conn);  // no memory for the request: the initiator sees the connection fail
+    return;
+  }
   auto* req = new ConnRequest;
   req->fid.fclass = FI_CLASS_CONNREQ;
   req->channel = c;
@@ -584,6 +588,7 @@ int pep_reject(struct fid_pep* fid, fid_t handle, const void* param, size_t para
     if (paramlen > kCmDataSize || (param == nullptr && paramlen > 0)) return -FI_EINVAL;
     auto* req = object_of<ConnRequest>(handle);
     std::lock_guard lock(pep->host->mutex());
+    if (req->holder != nullptr) req->holder->request = nullptr;  // that endpoint can no longer accept
     Channel* c = req->channel;
     if (c != nullptr) {
       c->request = nullptr;
@@ -1012,12 +1017,17 @@ int open_endpoint(struct fid_domain* domain_fid, struct fi_info* info, struct fi
     if (info->handle != nullptr) {
       if (info->handle->fclass != FI_CLASS_CONNREQ) return -FI_EINVAL;
       req = object_of<ConnRequest>(info->handle);
-      if (req->host != domain->host) return -FI_EINVAL;
+      std::lock_guard lock(domain->host->mutex());
+      if (req->host != domain->host || req->holder != nullptr) return -FI_EINVAL;  // one endpoint per request
     }
     auto* ep = new MsgEndpoint;
     ep->domain = domain;
     ep->ep_id = g_next_ep_id.fetch_add(1);
     ep->request = req;
+    if (req != nullptr) {
+      std::lock_guard lock(domain->host->mutex());
+      req->holder = ep;
+    }
     ep->fid.fid.fclass = FI_CLASS_EP;
     ep->fid.fid.context = context;
     ep->fid.fid.ops = &g_ep_fid_ops;

@@ -311,6 +311,32 @@ TEST(MsgReject, RefusedWithCmData) {
   EXPECT_EQ(fi_send(p.client.ep, buf, sizeof buf, nullptr, 0, nullptr), -FI_ENOTCONN);
 }
 
+// A request belongs to one endpoint; rejecting it after fi_endpoint leaves that endpoint unable to
+// accept, and closing it afterwards is safe.
+TEST(MsgReject, RequestHeldByOneEndpoint) {
+  Pair p;
+  ASSERT_TRUE(p.ready()) << p.failed;
+  const std::vector<uint8_t> connreq = p.connect("");
+  ASSERT_FALSE(connreq.empty()) << p.failed;
+  fi_info* info = cm(connreq).info;
+  fid_ep* first = nullptr;
+  fid_ep* second = nullptr;
+  ASSERT_EQ(fi_endpoint(p.server.domain, info, &first, nullptr), 0);
+  EXPECT_EQ(fi_endpoint(p.server.domain, info, &second, nullptr), -FI_EINVAL);
+  ASSERT_EQ(fi_reject(p.pep, info->handle, nullptr, 0), 0);
+  fi_freeinfo(info);
+  ASSERT_EQ(fi_ep_bind(first, &p.server.eq->fid, 0), 0);
+  ASSERT_EQ(fi_ep_bind(first, &p.server.cq->fid, FI_TRANSMIT | FI_RECV), 0);
+  ASSERT_EQ(fi_enable(first), 0);
+  EXPECT_EQ(fi_accept(first, nullptr, 0), -FI_EOPBADSTATE);
+  EXPECT_EQ(fi_close(&first->fid), 0);
+  std::vector<uint8_t> entry;
+  ASSERT_EQ(read_event(p.client.eq, &entry), -FI_EAVAIL);
+  fi_eq_err_entry err{};
+  ASSERT_EQ(fi_eq_readerr(p.client.eq, &err, 0), static_cast<ssize_t>(sizeof err));
+  EXPECT_EQ(err.err, FI_ECONNREFUSED);
+}
+
 TEST(MsgReject, NobodyListeningIsRefused) {
   Pair p;
   ASSERT_TRUE(p.ready()) << p.failed;
