@@ -115,6 +115,7 @@ const char* cq_strerror(struct fid_cq*, int prov_errno, const void*, char* buf, 
 int cq_close(struct fid* fid) {
   return guarded(FI_LOG_CQ, "fi_close(cq)", [&]() -> int {
     auto* cq = object_of<CompletionQueue>(fid);
+    if (cq->bound_endpoints.load() != 0) return -FI_EBUSY;  // endpoints still complete into it
     cq->domain->dependents.fetch_sub(1);
     delete cq;
     return 0;
@@ -143,6 +144,16 @@ struct fi_ops_cq g_cq_ops = {
 };
 
 }  // namespace
+
+void push_completion(CompletionQueue* cq, const CqEntry& entry) {
+  std::lock_guard lock(cq->mutex);
+  cq->entries.push_back(entry);
+}
+
+void push_completion_error(CompletionQueue* cq, const struct fi_cq_err_entry& error) {
+  std::lock_guard lock(cq->mutex);
+  cq->errors.push_back(error);
+}
 
 int open_cq(struct fid_domain* domain_fid, struct fi_cq_attr* attr, struct fid_cq** out, void* context) {
   return guarded(FI_LOG_CQ, "fi_cq_open", [&]() -> int {

@@ -21,7 +21,7 @@ int domain_close(struct fid* fid) {
 }
 
 int no_endpoint(struct fid_domain*, struct fi_info*, struct fid_ep**, void*) {
-  FI_WARN(&g_provider, FI_LOG_DOMAIN, "endpoints are not implemented by this build yet\n");
+  FI_WARN(&g_provider, FI_LOG_DOMAIN, "scalable endpoints are not implemented\n");
   return -FI_ENOSYS;
 }
 int no_cntr_open(struct fid_domain*, struct fi_cntr_attr*, struct fid_cntr**, void*) { return -FI_ENOSYS; }
@@ -49,7 +49,7 @@ struct fi_ops_domain g_domain_ops = {
     .size = sizeof(struct fi_ops_domain),
     .av_open = open_av,
     .cq_open = open_cq,
-    .endpoint = no_endpoint,
+    .endpoint = open_endpoint,
     .scalable_ep = no_endpoint,
     .cntr_open = no_cntr_open,
     .poll_open = no_poll_open,

@@ -2,6 +2,7 @@
 // written (fi_eq_entry, fi_eq_cm_entry, ...) with their event number; error entries wait in their
 // own queue and make fi_eq_read return -FI_EAVAIL. fi_eq_sread waits on a condition variable (no
 // wait objects are handed out).
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 
@@ -10,6 +11,14 @@
 
 namespace mroce::fi {
 namespace {
+
+// Connection events come from the devices: reading moves the host of the bound endpoints forward.
+void progress_bound_host(EventQueue* eq) {
+  if (DeviceHost* host = eq->host.load()) {
+    std::lock_guard host_lock(host->mutex());
+    host->progress();
+  }
+}
 
 // Takes (or, with FI_PEEK, copies) the first entry. Hold eq->mutex.
 ssize_t take_entry(EventQueue* eq, uint32_t* event, void* buf, size_t len, uint64_t flags) {
@@ -29,6 +38,7 @@ ssize_t eq_read(struct fid_eq* fid, uint32_t* event, void* buf, size_t len, uint
     if (flags & ~FI_PEEK) return -FI_EBADFLAGS;
     if (buf == nullptr && len > 0) return -FI_EINVAL;
     auto* eq = object_of<EventQueue>(fid);
+    progress_bound_host(eq);
     std::lock_guard lock(eq->mutex);
     return static_cast<int>(take_entry(eq, event, buf, len, flags));
   });
@@ -41,11 +51,25 @@ ssize_t eq_readerr(struct fid_eq* fid, struct fi_eq_err_entry* buf, uint64_t fla
     auto* eq = object_of<EventQueue>(fid);
     std::lock_guard lock(eq->mutex);
     if (eq->errors.empty()) return -FI_EAGAIN;
+    // fi_eq(3), API 1.5+: error data goes into the application's buffer when it gives one (cut to
+    // its size), otherwise err_data points at the provider's copy until the next readerr.
     void* app_err_data = buf->err_data;
+    const size_t app_err_size = buf->err_data_size;
     *buf = eq->errors.front();
-    buf->err_data = app_err_data;  // no error data attached yet
-    buf->err_data_size = 0;
-    if ((flags & FI_PEEK) == 0) eq->errors.pop_front();
+    const std::vector<uint8_t>& data = eq->error_data.front();
+    if (app_err_data != nullptr && app_err_size > 0) {
+      buf->err_data = app_err_data;
+      buf->err_data_size = std::min(app_err_size, data.size());
+      if (buf->err_data_size > 0) std::memcpy(app_err_data, data.data(), buf->err_data_size);
+    } else {
+      eq->last_error_data = data;
+      buf->err_data = eq->last_error_data.empty() ? nullptr : eq->last_error_data.data();
+      buf->err_data_size = eq->last_error_data.size();
+    }
+    if ((flags & FI_PEEK) == 0) {
+      eq->errors.pop_front();
+      eq->error_data.pop_front();
+    }
     return static_cast<int>(sizeof(*buf));
   });
 }
@@ -71,13 +95,17 @@ ssize_t eq_sread(struct fid_eq* fid, uint32_t* event, void* buf, size_t len, int
     if (flags & ~FI_PEEK) return -FI_EBADFLAGS;
     if (buf == nullptr && len > 0) return -FI_EINVAL;
     auto* eq = object_of<EventQueue>(fid);
-    std::unique_lock lock(eq->mutex);
-    auto ready = [&] { return !eq->entries.empty() || !eq->errors.empty(); };
-    if (timeout_ms < 0)
-      eq->changed.wait(lock, ready);
-    else
-      eq->changed.wait_for(lock, std::chrono::milliseconds(timeout_ms), ready);
-    return static_cast<int>(take_entry(eq, event, buf, len, flags));
+    // Events need progress (manual): wait in short slices, moving the bound host between them.
+    const auto start = std::chrono::steady_clock::now();
+    for (;;) {
+      progress_bound_host(eq);
+      std::unique_lock lock(eq->mutex);
+      auto ready = [&] { return !eq->entries.empty() || !eq->errors.empty(); };
+      eq->changed.wait_for(lock, std::chrono::milliseconds(1), ready);
+      if (ready()) return static_cast<int>(take_entry(eq, event, buf, len, flags));
+      if (timeout_ms >= 0 && std::chrono::steady_clock::now() - start >= std::chrono::milliseconds(timeout_ms))
+        return -FI_EAGAIN;
+    }
   });
 }
 
@@ -88,6 +116,7 @@ const char* eq_strerror(struct fid_eq*, int prov_errno, const void*, char* buf, 
 int eq_close(struct fid* fid) {
   return guarded(FI_LOG_EQ, "fi_close(eq)", [&]() -> int {
     auto* eq = object_of<EventQueue>(fid);
+    if (eq->bound_endpoints.load() != 0) return -FI_EBUSY;  // endpoints still report to it
     eq->fabric->dependents.fetch_sub(1);
     delete eq;
     return 0;
@@ -114,6 +143,23 @@ struct fi_ops_eq g_eq_ops = {
 };
 
 }  // namespace
+
+void push_event(EventQueue* eq, uint32_t event, std::vector<uint8_t> bytes) {
+  {
+    std::lock_guard lock(eq->mutex);
+    eq->entries.push_back(EqEntry{event, std::move(bytes)});
+  }
+  eq->changed.notify_all();
+}
+
+void push_event_error(EventQueue* eq, const struct fi_eq_err_entry& error, std::vector<uint8_t> err_data) {
+  {
+    std::lock_guard lock(eq->mutex);
+    eq->errors.push_back(error);
+    eq->error_data.push_back(std::move(err_data));
+  }
+  eq->changed.notify_all();
+}
 
 int open_eq(struct fid_fabric* fabric_fid, struct fi_eq_attr* attr, struct fid_eq** out, void* context) {
   return guarded(FI_LOG_EQ, "fi_eq_open", [&]() -> int {

@@ -1,5 +1,5 @@
-// fid_fabric (DESIGN.md 5.2): a handle; the device host is opened by the first fi_domain. Passive
-// endpoints and wait sets are not implemented yet and say so (-FI_ENOSYS).
+// fid_fabric (DESIGN.md 5.2): a handle; the device host is opened by the first fi_domain. Wait sets
+// are not implemented and say so (-FI_ENOSYS).
 #include <cstring>
 
 #include "fi/objects.hpp"
@@ -17,7 +17,6 @@ int fabric_close(struct fid* fid) {
   });
 }
 
-int no_passive_ep(struct fid_fabric*, struct fi_info*, struct fid_pep**, void*) { return -FI_ENOSYS; }
 int no_wait_open(struct fid_fabric*, struct fi_wait_attr*, struct fid_wait**) { return -FI_ENOSYS; }
 int no_trywait(struct fid_fabric*, struct fid**, int) { return -FI_ENOSYS; }
 
@@ -34,7 +33,7 @@ struct fi_ops g_fabric_fid_ops = {
 struct fi_ops_fabric g_fabric_ops = {
     .size = sizeof(struct fi_ops_fabric),
     .domain = open_domain,
-    .passive_ep = no_passive_ep,
+    .passive_ep = open_passive_ep,
     .eq_open = open_eq,
     .wait_open = no_wait_open,
     .trywait = no_trywait,

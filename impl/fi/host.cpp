@@ -129,6 +129,15 @@ int DeviceHost::acquire(const PortConfig& config, DeviceHost** out) {
     dc.udp_port = choices[i].address.udp_port;
     // Keys and ISNs from the OS through the device secret (random_seed 0): unpredictable [R-MEM-1].
     dc.random_seed = 0;
+    // Manual progress (DESIGN.md 5.4 step 6, 5.7): the engine's timers run on the real clock while
+    // the application may be descheduled or busy between its calls (a loaded 2-core host took
+    // more than the 8 x 1 ms CONNECT retries and the 50 ms PEER_TIMEOUT). Longer bounds: 300 x 10 ms
+    // of CONNECT retries, KEEPALIVE 1 s, PEER_TIMEOUT 2 s, RTO_MAX = PEER_TIMEOUT / 8.
+    dc.connect_retry_us = 10'000;
+    dc.connect_tries = 300;
+    dc.keepalive_us = 1'000'000;
+    dc.peer_timeout_us = 2'000'000;
+    dc.rto_max_us = dc.peer_timeout_us / 8;
     Result err = Result::Ok;
     std::unique_ptr<Device> device = Device::open(dc, *ios[i], *host->clock_, &err);
     if (!device) {
@@ -164,15 +173,23 @@ Device* DeviceHost::device(const std::string& domain_name) noexcept {
   return nullptr;
 }
 
+const EndpointAddress* DeviceHost::address(const std::string& domain_name) const noexcept {
+  for (const Slot& s : slots_)
+    if (s.choice.name == domain_name) return &s.choice.address;
+  return nullptr;
+}
+
 void DeviceHost::progress() noexcept {
-  // Bounded: a device returns the frames it read; a few rounds settle a back-to-back exchange.
+  // Bounded: a device returns the frames it read; a few rounds settle a back-to-back exchange. The
+  // events and completions handed out may post (reposted receives, CM answers), so they count too.
   for (int round = 0; round < 8; ++round) {
-    int frames = 0;
-    for (Slot& s : slots_) frames += s.device->progress();
+    int work = 0;
+    for (Slot& s : slots_) work += s.device->progress();
 #ifdef MROCE_FI_DPDK
     for (auto& port : engine_ports_) port->service();  // frames the tx impairment held back
 #endif
-    if (frames == 0) break;
+    for (Slot& s : slots_) work += dispatch_msg_events(*s.device);
+    if (work == 0) break;
   }
 }
 

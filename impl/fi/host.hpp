@@ -44,7 +44,10 @@ class DeviceHost {
   std::mutex& mutex() noexcept { return mutex_; }
   // The device behind a domain name; nullptr when this host has no such domain. Hold mutex().
   Device* device(const std::string& domain_name) noexcept;
-  // Moves every device forward (frames, timers). Hold mutex().
+  // The address of a domain's device (its endpoints add their ep id); nullptr when unknown.
+  const EndpointAddress* address(const std::string& domain_name) const noexcept;
+  // Moves every device forward (frames, timers) and hands their connection events and completions to
+  // the MSG endpoints (msg.cpp). Hold mutex().
   void progress() noexcept;
 
   ~DeviceHost();
@@ -67,5 +70,9 @@ class DeviceHost {
   std::vector<std::unique_ptr<dpdk::EnginePort>> engine_ports_;  // ring, one per device
   std::vector<Slot> slots_;
 };
+
+// msg.cpp: the connection events and completions of `device` go to the endpoints that own them.
+// Returns how many it handled. Hold the host mutex.
+int dispatch_msg_events(Device& device) noexcept;
 
 }  // namespace mroce::fi

@@ -166,7 +166,8 @@ char* dup_string(const std::string& s) {
 struct fi_info* make_info(const Plan& plan, enum fi_ep_type ep_type, const DomainChoice& domain) {
   struct fi_info* fi = fi_allocinfo();
   if (fi == nullptr) throw std::bad_alloc();
-  fi->caps = plan.caps;
+  const uint64_t caps = ep_type == FI_EP_MSG ? plan.caps & kMsgEpCaps : plan.caps;
+  fi->caps = caps;
   fi->mode = 0;
   fi->addr_format = FI_FORMAT_UNSPEC;
   const auto src = encode(plan.src ? *plan.src : domain.address);
@@ -189,7 +190,7 @@ struct fi_info* make_info(const Plan& plan, enum fi_ep_type ep_type, const Domai
   }
 
   fi_tx_attr* tx = fi->tx_attr;
-  tx->caps = plan.caps;
+  tx->caps = caps;
   tx->op_flags = plan.tx_op_flags;
   tx->msg_order = plan.msg_order;
   tx->comp_order = FI_ORDER_NONE;
@@ -199,7 +200,7 @@ struct fi_info* make_info(const Plan& plan, enum fi_ep_type ep_type, const Domai
   tx->rma_iov_limit = 1;
 
   fi_rx_attr* rx = fi->rx_attr;
-  rx->caps = plan.caps;
+  rx->caps = caps;
   rx->op_flags = plan.rx_op_flags;
   rx->msg_order = plan.msg_order;
   rx->comp_order = FI_ORDER_NONE;
@@ -211,7 +212,7 @@ struct fi_info* make_info(const Plan& plan, enum fi_ep_type ep_type, const Domai
   ep->type = ep_type;
   ep->protocol = FI_PROTO_UNSPEC;
   ep->protocol_version = 1;
-  ep->max_msg_size = kMaxMsgSize;
+  ep->max_msg_size = ep_type == FI_EP_MSG ? kMsgMaxSize : kMaxMsgSize;
   ep->msg_prefix_size = 0;
   const bool rma_ordered = (plan.msg_order & ~FI_ORDER_SAS) != 0;
   ep->max_order_raw_size = ep->max_order_war_size = ep->max_order_waw_size = rma_ordered ? kMaxMsgSize : 0;
@@ -272,7 +273,13 @@ int getinfo(uint32_t version, const char* node, const char* service, uint64_t fl
     }
     std::vector<enum fi_ep_type> types;
     const enum fi_ep_type asked = hints && hints->ep_attr ? hints->ep_attr->type : FI_EP_UNSPEC;
-    if (asked == FI_EP_UNSPEC || asked == FI_EP_MSG) types.push_back(FI_EP_MSG);
+    // MSG endpoints move messages only, up to kMsgMaxSize: no MSG entry for hints asking more.
+    const uint64_t asked_caps =
+        hints ? hints->caps | (hints->tx_attr ? hints->tx_attr->caps : 0) | (hints->rx_attr ? hints->rx_attr->caps : 0)
+              : 0;
+    const bool msg_fits =
+        (asked_caps & ~kMsgEpCaps) == 0 && !(hints && hints->ep_attr && hints->ep_attr->max_msg_size > kMsgMaxSize);
+    if ((asked == FI_EP_UNSPEC || asked == FI_EP_MSG) && msg_fits) types.push_back(FI_EP_MSG);
     if (asked == FI_EP_UNSPEC || asked == FI_EP_RDM) types.push_back(FI_EP_RDM);
     const char* want_domain = hints && hints->domain_attr ? hints->domain_attr->name : nullptr;
 

@@ -19,6 +19,11 @@ inline constexpr uint64_t kPrimaryCaps = FI_MSG | FI_TAGGED | FI_RMA | FI_READ |
 inline constexpr uint64_t kSecondaryCaps = FI_SOURCE | FI_LOCAL_COMM | FI_REMOTE_COMM;
 inline constexpr uint64_t kAllCaps = kPrimaryCaps | kSecondaryCaps;
 
+// What an FI_EP_MSG endpoint does in this build (DESIGN.md 6.3 M2): messages only, each at most
+// kMsgMaxSize bytes (one bounce slot; no rendezvous yet). MSG entries offer no more than this.
+inline constexpr uint64_t kMsgEpCaps = FI_MSG | FI_SEND | FI_RECV | kSecondaryCaps;
+inline constexpr size_t kMsgMaxSize = 65536;
+
 // Fixed attributes of every entry.
 inline constexpr size_t kInjectSize = 256;
 inline constexpr size_t kQueueSize = 1024;

@@ -58,6 +58,7 @@ struct CompletionQueue {
   std::deque<CqEntry> entries;  // growable: with FI_RM_ENABLED no completion may be lost (DESIGN.md 3.2)
   std::deque<struct fi_cq_err_entry> errors;
   std::atomic<bool> signaled{false};
+  std::atomic<int> bound_endpoints{0};  // fi_close refuses (-FI_EBUSY) while an endpoint uses it
 };
 
 struct EqEntry {
@@ -72,8 +73,20 @@ struct EventQueue {
   std::condition_variable changed;
   std::deque<EqEntry> entries;
   std::deque<struct fi_eq_err_entry> errors;
+  std::deque<std::vector<uint8_t>> error_data;  // err_data of each error entry (a reject's CM data)
+  std::vector<uint8_t> last_error_data;         // what the last readerr pointed err_data at
   bool signaled = false;
+  // The device host of the endpoints bound to it: reading the EQ moves it forward (manual progress).
+  std::atomic<DeviceHost*> host{nullptr};
+  std::atomic<int> bound_endpoints{0};
 };
+
+// Appends an event (bytes as the application reads them) or an error entry and wakes sread.
+void push_event(EventQueue* eq, uint32_t event, std::vector<uint8_t> bytes);
+void push_event_error(EventQueue* eq, const struct fi_eq_err_entry& error, std::vector<uint8_t> err_data);
+// Appends a completion or an error completion.
+void push_completion(CompletionQueue* cq, const CqEntry& entry);
+void push_completion_error(CompletionQueue* cq, const struct fi_cq_err_entry& error);
 
 struct AddressVector {
   struct fid_av fid;  // first
@@ -89,6 +102,8 @@ int open_domain(struct fid_fabric* fabric, struct fi_info* info, struct fid_doma
 int open_eq(struct fid_fabric* fabric, struct fi_eq_attr* attr, struct fid_eq** eq, void* context);
 int open_cq(struct fid_domain* domain, struct fi_cq_attr* attr, struct fid_cq** cq, void* context);
 int open_av(struct fid_domain* domain, struct fi_av_attr* attr, struct fid_av** av, void* context);
+int open_endpoint(struct fid_domain* domain, struct fi_info* info, struct fid_ep** ep, void* context);
+int open_passive_ep(struct fid_fabric* fabric, struct fi_info* info, struct fid_pep** pep, void* context);
 extern struct fi_ops_mr g_mr_ops;  // the domain's fi_mr_reg / regv / regattr
 
 // True when `f` is one of this provider's fabrics or domains (an application may mix providers).

@@ -178,15 +178,23 @@ TEST(HintRefusals, OpenMpiMtlOfiAccepted) {
   }
 }
 
-// fi_pingpong 1.17 (DESIGN.md 2), as captured, for -e msg|rdm and -m msg|tagged.
+// fi_pingpong 1.17's hints (DESIGN.md 2), as captured, for `-e type -m msg|tagged`.
+InfoPtr pingpong_hints(fi_ep_type type, uint64_t caps) {
+  InfoPtr h = mroce_hints();
+  h->caps = caps;
+  h->mode = FI_CONTEXT | FI_CONTEXT2 | FI_MSG_PREFIX;
+  h->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
+  h->ep_attr->type = type;
+  return h;
+}
+
+// fi_pingpong for -e msg|rdm and -m msg|tagged. MSG endpoints do messages only (M2), so -e msg
+// -m tagged is refused (FiPingpongMsgTaggedRefused).
 TEST(HintRefusals, FiPingpongAccepted) {
   for (auto type : {FI_EP_MSG, FI_EP_RDM}) {
     for (uint64_t caps : {FI_MSG, FI_TAGGED}) {
-      InfoPtr h = mroce_hints();
-      h->caps = caps;
-      h->mode = FI_CONTEXT | FI_CONTEXT2 | FI_MSG_PREFIX;
-      h->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
-      h->ep_attr->type = type;
+      if (type == FI_EP_MSG && caps == FI_TAGGED) continue;
+      InfoPtr h = pingpong_hints(type, caps);
       InfoPtr info;
       ASSERT_EQ(getinfo(kApi, h.get(), &info), 0) << fi_tostr(&type, FI_TYPE_EP_TYPE);
       EXPECT_EQ(info->ep_attr->type, type);
@@ -194,7 +202,8 @@ TEST(HintRefusals, FiPingpongAccepted) {
       EXPECT_EQ(info->mode, 0u);
       EXPECT_EQ(info->ep_attr->msg_prefix_size, 0u);
       EXPECT_GE(info->tx_attr->inject_size, 65u);  // fi_pingpong injects at 64 B
-      EXPECT_GE(info->ep_attr->max_msg_size, size_t{1} << 20);
+      // fi_pingpong's default sizes end at 64 KiB for MSG (one bounce slot, no rendezvous yet).
+      EXPECT_GE(info->ep_attr->max_msg_size, type == FI_EP_MSG ? size_t{1} << 16 : size_t{1} << 20);
       EXPECT_EQ(info->src_addrlen, 36u);
       // fi_pingpong's MSG client puts the server's name in dest_addr and asks again: echoed.
       InfoPtr again_hints(fi_dupinfo(h.get()));
@@ -209,6 +218,11 @@ TEST(HintRefusals, FiPingpongAccepted) {
   }
 }
 
+TEST(HintRefusals, FiPingpongMsgTaggedRefused) {
+  InfoPtr info;
+  EXPECT_EQ(getinfo(kApi, pingpong_hints(FI_EP_MSG, FI_TAGGED).get(), &info), -FI_ENODATA);
+}
+
 TEST(HintRefusals, NoHintsGiveEveryDomainAndType) {
   InfoPtr info;
   ASSERT_EQ(getinfo(kApi, nullptr, &info), 0);
@@ -216,7 +230,10 @@ TEST(HintRefusals, NoHintsGiveEveryDomainAndType) {
   for (const fi_info* i = info.get(); i != nullptr; i = i->next) {
     if (!is_mroce(i)) continue;
     ++mroce_entries;
-    EXPECT_NE(i->caps & FI_RMA, 0u);  // no hints: the application takes provider keys
+    // No hints: the application takes provider keys, so RDM entries offer RMA; MSG endpoints move
+    // messages only (M2).
+    if (i->ep_attr->type == FI_EP_RDM) { EXPECT_NE(i->caps & FI_RMA, 0u); }
+    if (i->ep_attr->type == FI_EP_MSG) { EXPECT_EQ(i->caps & (FI_RMA | FI_TAGGED), 0u); }
     EXPECT_NE(i->domain_attr->mr_mode & FI_MR_PROV_KEY, 0);
   }
   EXPECT_EQ(mroce_entries, 4);  // MSG and RDM on memloop:0 and memloop:1

@@ -105,9 +105,9 @@ TEST(ObjectsLifecycle, NotImplementedYetSaysSo) {
   Opened o;
   ASSERT_NE(o.domain, nullptr);
   fid_ep* ep = nullptr;
-  EXPECT_EQ(fi_endpoint(o.domain, o.info.get(), &ep, nullptr), -FI_ENOSYS);
+  EXPECT_EQ(fi_endpoint(o.domain, o.info.get(), &ep, nullptr), -FI_ENOSYS);  // RDM: M4
   fid_pep* pep = nullptr;
-  EXPECT_EQ(fi_passive_ep(o.fabric, o.info.get(), &pep, nullptr), -FI_ENOSYS);
+  EXPECT_EQ(fi_passive_ep(o.fabric, o.info.get(), &pep, nullptr), -FI_EINVAL);  // passive endpoints are MSG
   fi_cntr_attr cntr_attr{};
   fid_cntr* cntr = nullptr;
   EXPECT_EQ(fi_cntr_open(o.domain, &cntr_attr, &cntr, nullptr), -FI_ENOSYS);
