@@ -659,6 +659,10 @@ private:
             o.window_us = 10;  // fine enough to see the ramp and the tail of a 300-900 us run
             o.watch_flow = o_.watch_flow;
             const auto flows = fabric::shifted_flows(o.fabric.hosts, o_.per_host, o.bytes, o.start_us);
+            if (o_.watch_flow >= int64_t(flows.size()))
+                throw std::invalid_argument("--watch-flow " + std::to_string(o_.watch_flow) + ": the run has " +
+                                            std::to_string(flows.size()) + " flows (0 to " +
+                                            std::to_string(flows.size() - 1) + ")");
             for (Transport t : transports_at(single_loss())) {
                 Row row{"planes", run_one(t, o, flows, single_loss(), std::to_string(planes) + " planes"), 0, 0, -1, 0};
                 const auto& r = row.run.result;
@@ -719,16 +723,14 @@ private:
             windows.push_back(
                 {double(w) * t.window_us - t.first_start_us, t.rx_gbps[w], t.active[w], t.slowest_gbps[w]});
         const auto& slow = row.run.result.flows[t.slowest];
+        json done = json::array();  // since the start (null: never)
+        for (double us : t.done_us) done.push_back(us < 0 ? json(nullptr) : json(us - t.first_start_us));
         json fct = json::array();  // per flow in the flow list's order (null: not done)
         for (const auto& f : row.run.result.flows) fct.push_back(f.done ? json(f.fct_us()) : json(nullptr));
         row.timeline = json{{"window_us", t.window_us},
                             {"columns", {"start_us", "rx_gbps", "active_flows", "slowest_flow_gbps"}},
                             {"windows", windows},
-                            {"done_50_90_99_100_us",
-                             {t.done_us[0] < 0 ? json(nullptr) : json(t.done_us[0] - t.first_start_us),
-                              t.done_us[1] < 0 ? json(nullptr) : json(t.done_us[1] - t.first_start_us),
-                              t.done_us[2] < 0 ? json(nullptr) : json(t.done_us[2] - t.first_start_us),
-                              t.done_us[3] < 0 ? json(nullptr) : json(t.done_us[3] - t.first_start_us)}},
+                            {"done_50_90_99_100_us", done},
                             {"peak_gbps", t.peak_gbps},
                             {"tail_gbps", t.tail_gbps},
                             {"slowest_flow",
@@ -788,7 +790,7 @@ private:
                  "set title '" + std::to_string(planes) + " planes, " + fabric::transport_name(row.run.transport) +
                      ": delivered per " + fmt(t.window_us, 0) +
                      " us window'\nset xlabel 'time since the flows started (us)'\nset ylabel '% of line "
-                     "rate'\nset y2label 'flows not done'\nset ytics nomirror\nset y2tics\nset yrange [0:110]\n"
+                     "rate'\nset y2label 'flows not done'\nset ytics nomirror\nset y2tics\nset yrange [0:*]\n"
                      "set y2range [0:*]\nset key bottom left\nplot '" +
                      dat_path(name) +
                      "' using 1:2 with steps title 'all flows (of hosts x planes x rate)', '' using 1:4 with steps "

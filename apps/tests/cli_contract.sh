@@ -128,7 +128,7 @@ expect "perf loopback --pcap: every frame once, real MACs" $?
 # with one JSON object whose every host holds the expected result.
 if "$bin" fabric --help >/dev/null 2>&1; then
     for args in "fabric collective --op allgather" "fabric collective --algos tree" "fabric collective --min-mib 0" \
-        "fabric planes --host-ring both"; do
+        "fabric planes --host-ring both" "fabric planes --hosts 8 --per-host 2 --watch-flow 16"; do
         read -r -a words <<<"$args"
         check "bad: $args" 2 "$bin" "${words[@]}"
         [ "$(printf '%s\n' "$err" | wc -l)" = 1 ]; expect "$args: one stderr line" $?
