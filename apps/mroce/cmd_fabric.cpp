@@ -48,18 +48,18 @@ struct FabricCliOptions {
     uint32_t window_cap = 8;
     uint32_t rto_min_us = 100;
     uint32_t home_probe_us = 200, home_probe_max_us = 400;  // [R-PATH-10]
-    double load = 0.6;                  // plane-failure: each receiver grants this fraction of its line rate
-    double fail_us = 400;               // plane-failure: plane 0 goes dark at this simulated time
-    double back_us = 1400;              // and comes back at this one (0: never)
-    std::string op = "allreduce";       // collective: allreduce | alltoall
-    std::vector<std::string> algos;     // collective, allreduce: ring, hd (default both)
-    double min_mib = 1, max_mib = 256;  // collective: sizes, doubling
-    uint32_t channels = 0;              // collective: 0 = planes
-    uint32_t warmup = 1;                // collective: untimed iterations first
-    double grant = 1;                   // mroce receivers share out this fraction of their line rate [R-FS-1]
-    uint32_t fs_interval_us = 50;       // mroce FS_INTERVAL [R-FS-3]
-    std::string host_ring = "shared";   // mroce hosts' transmit ring: shared (over all planes) | per-plane
-    uint32_t hint_ttl_us = 1000;        // mroce HINT_TTL [R-CC-6]
+    double load = 0.6;                    // plane-failure: each receiver grants this fraction of its line rate
+    double fail_us = 400;                 // plane-failure: plane 0 goes dark at this simulated time
+    double back_us = 1400;                // and comes back at this one (0: never)
+    std::string op = "allreduce";         // collective: allreduce | alltoall
+    std::vector<std::string> algos;       // collective, allreduce: ring, hd (default both)
+    double min_mib = 1, max_mib = 256;    // collective: sizes, doubling
+    uint32_t channels = 0;                // collective: 0 = planes
+    uint32_t warmup = 1;                  // collective: untimed iterations first
+    double grant = 1;                     // mroce receivers share out this fraction of their line rate [R-FS-1]
+    uint32_t fs_interval_us = 50;         // mroce FS_INTERVAL [R-FS-3]
+    std::string host_ring = "per-plane";  // mroce hosts' transmit ring: per-plane (one per NIC port) | shared
+    uint32_t hint_ttl_us = 1000;          // mroce HINT_TTL [R-CC-6]
     uint32_t queue_kb = 1024;
     uint32_t ecn_kb = 100;
     std::vector<std::string> transports;
@@ -104,6 +104,18 @@ double flows_span_us(const fabric::RunResult& r) {
         last = std::max(last, f.done ? f.finish_us : r.sim_end_us);
     }
     return last > first ? last - first : 0.0;
+}
+
+// The samples of --watch-flow, times from `origin_us`: one row per sample under "columns".
+json watch_json(const std::vector<fabric::WatchSample>& watch, double origin_us) {
+    json samples = json::array();
+    for (const auto& w : watch)
+        samples.push_back({w.at_us - origin_us, w.ceiling_mbps, w.cwnd, w.in_flight, w.share_mbps, w.receiver_active,
+                           w.max_rto_us, w.paths_not_active, w.retx_gap, w.retx_probe, w.retx_rto});
+    return json{{"columns",
+                 {"start_us", "ceiling_mbps", "cwnd", "in_flight", "share_mbps", "receiver_active", "max_rto_us",
+                  "paths_not_active", "retx_gap", "retx_probe", "retx_rto"}},
+                {"samples", samples}};
 }
 
 // Mean bytes in the watched port's queue while the flows ran (before them it is empty).
@@ -741,14 +753,8 @@ private:
                             {"flow_fct_us", fct}};
         const auto& watch = row.run.result.watch;
         if (!watch.empty()) {
-            json samples = json::array();
-            for (const auto& w : watch)
-                samples.push_back(
-                    {w.at_us - t.first_start_us, w.ceiling_mbps, w.cwnd, w.in_flight, w.share_mbps, w.receiver_active});
-            row.timeline["watch"] =
-                json{{"flow", o_.watch_flow},
-                     {"columns", {"start_us", "ceiling_mbps", "cwnd", "in_flight", "share_mbps", "receiver_active"}},
-                     {"samples", samples}};
+            row.timeline["watch"] = watch_json(watch, t.first_start_us);
+            row.timeline["watch"]["flow"] = o_.watch_flow;
         }
         if (!o_.plots) return;
         if (!watch.empty()) {
@@ -820,6 +826,14 @@ private:
         const double link_gbytes = o.fabric.rate_gbps * o.fabric.planes / 8;  // a host's line rate, GB/s
         const uint64_t available = available_memory_bytes();
         std::vector<std::vector<std::string>> cells;
+        std::string slowest_lines;  // per row, the timed iteration's slowest step (--watch-flow it)
+        for (fabric::CollectiveAlgo algo : algos) {
+            const uint64_t steps = fabric::Collective::step_count(algo, o.fabric.hosts, channels, 1 + o_.warmup);
+            if (o_.watch_flow >= int64_t(steps))
+                throw std::invalid_argument("--watch-flow " + std::to_string(o_.watch_flow) + ": " +
+                                            fabric::collective_name(algo) + " has " + std::to_string(steps) +
+                                            " steps (0 to " + std::to_string(steps - 1) + ")");
+        }
         for (fabric::CollectiveAlgo algo : algos)
             for (double mib = o_.min_mib; mib <= o_.max_mib * 1.0001; mib *= 2) {
                 const uint64_t unit = 4ull * o.fabric.hosts * channels;
@@ -845,6 +859,8 @@ private:
                         fabric::Collective coll(algo, o.fabric.hosts, size, channels, o_.seed, 1 + o_.warmup);
                         fabric::ScenarioOptions oc = o;
                         oc.data = &coll;
+                        oc.watch_flow = o_.watch_flow;
+                        if (o_.watch_flow >= 0) oc.window_us = 10;
                         Row row{"collective",
                                 run_one(t, oc, coll.flows(), loss / 100,
                                         std::string(fabric::collective_name(algo)) + " " + std::to_string(size) + " B"),
@@ -866,6 +882,12 @@ private:
                         };
                         const size_t timed = coll.first_timed_flow();
                         const double time_us = span(timed, r.flows.size());
+                        // The timed iteration's slowest step: rerun with --watch-flow on it to see why.
+                        size_t slowest = timed;
+                        for (size_t f = timed; f < r.flows.size(); ++f)
+                            if (!r.flows[f].done ||
+                                (r.flows[slowest].done && r.flows[f].fct_us() > r.flows[slowest].fct_us()))
+                                slowest = f;
                         const double cold_us = o_.warmup ? span(0, timed ? timed : r.flows.size()) : time_us;
                         const double algbw = complete && time_us > 0 ? double(size) / (time_us * 1e3) : 0;  // GB/s
                         const double busbw = algbw * coll.bus_factor();
@@ -892,19 +914,43 @@ private:
                                                {"retransmissions", r.totals.retransmissions},
                                                {"timeouts", r.totals.timeouts},
                                                {"wall_s", r.wall_s}});
+                        if (slowest < r.flows.size()) {
+                            const auto& f = r.flows[slowest];
+                            collective_.back()["slowest_step"] = {
+                                {"step", slowest},
+                                {"src", f.spec.src},
+                                {"dst", f.spec.dst},
+                                {"bytes", f.spec.bytes},
+                                {"start_us", f.spec.start_us},
+                                {"fct_us", f.done ? json(f.fct_us()) : json(nullptr)}};
+                            if (f.done && complete)
+                                slowest_lines += "  " + std::string(fabric::collective_name(algo)) + " " +
+                                                 std::to_string(size) + " B " + fabric::transport_name(t) + " " +
+                                                 fmt(loss, 1) + " %: slowest step " + std::to_string(slowest) + " (" +
+                                                 std::to_string(f.spec.src) + " -> " + std::to_string(f.spec.dst) +
+                                                 ") " + fmt(f.fct_us(), 1) + " us\n";
+                        }
+                        if (!r.watch.empty()) {
+                            collective_.back()["watch"] = watch_json(r.watch, 0);
+                            collective_.back()["watch"]["step"] = o_.watch_flow;
+                        }
                         rows_.push_back(std::move(row));
                     }
             }
         std::cout << "collective: " << o_.op << ", " << o.fabric.hosts << " hosts, " << o.fabric.planes << " planes of "
                   << o.fabric.rate_gbps << " Gb/s (line " << fmt(link_gbytes, 1) << " GB/s per host), " << channels
                   << " channels; time: the last of " << 1 + o_.warmup
-                  << " iterations back to back, from its first step's start to its last step's arrival (cold: the "
+                  << " iterations, which starts when every host is done with the ones before (a barrier, as "
+                     "nccl-tests), from its first step's start to its last step's arrival (cold: the "
                      "first iteration, on fresh connections); algbw = size / time; busbw = algbw x "
                   << (o_.op == "alltoall" ? "(n-1)/n" : "2(n-1)/n") << " (nccl-tests); wrong = hosts whose result "
                   << "is not the expected one\n";
         print_table({"size", "count", "type", "redop", "algo", "transport", "loss%", "time us", "algbw GB/s",
                      "busbw GB/s", "cold us", "of line", "wrong", "wall s"},
                     cells);
+        if (!slowest_lines.empty())
+            std::cout << "the slowest step of each timed iteration (--watch-flow STEP samples its connection):\n"
+                      << slowest_lines;
         if (!o_.plots) return;
         std::string data, plots;
         int index = 0;
@@ -1134,8 +1180,9 @@ Runner add_fabric(CLI::App& app, const GlobalOptions& global) {
         ->capture_default_str()
         ->check(CLI::Range(1u, 100000u));
     sub->add_option("--watch-flow", o->watch_flow,
-                    "planes: sample this flow's connection every 10 us (mroce: ceiling, windows, the receiver's "
-                    "share); the timeline line names the slowest flow")
+                    "planes, collective: sample this flow's (a collective's step's) connection every 10 us (mroce: "
+                    "ceiling, windows, the receiver's share, RTOs and retransmissions by cause); the timeline line "
+                    "names the slowest flow, a collective the slowest step of each row")
         ->check(CLI::Range(int64_t(0), int64_t(100000000)));
     sub->add_option("--load", o->load, "plane-failure: mroce receivers grant this fraction of their line rate")
         ->capture_default_str();
@@ -1167,8 +1214,8 @@ Runner add_fabric(CLI::App& app, const GlobalOptions& global) {
         ->capture_default_str()
         ->check(CLI::Range(1u, 100000u));
     sub->add_option("--host-ring", o->host_ring,
-                    "mroce hosts' transmit ring of 16 frames per plane, counted over all planes (shared: a "
-                    "backlog on one plane holds every plane's new data) or per plane")
+                    "mroce hosts' transmit ring of 16 frames per plane, counted per plane (one ring per NIC "
+                    "port) or over all planes (shared: a backlog on one plane holds every plane's new data)")
         ->capture_default_str()
         ->check(CLI::IsMember({"shared", "per-plane"}));
     sub->add_option("--hint-ttl-us", o->hint_ttl_us, "mroce HINT_TTL: how long a sender keeps a rate hint")

@@ -128,19 +128,25 @@ expect "perf loopback --pcap: every frame once, real MACs" $?
 # with one JSON object whose every host holds the expected result.
 if "$bin" fabric --help >/dev/null 2>&1; then
     for args in "fabric collective --op allgather" "fabric collective --algos tree" "fabric collective --min-mib 0" \
-        "fabric planes --host-ring both" "fabric planes --hosts 8 --per-host 2 --watch-flow 16"; do
+        "fabric planes --host-ring both" "fabric planes --hosts 8 --per-host 2 --watch-flow 16" \
+        "fabric collective --hosts 8 --planes 2 --min-mib 0.25 --max-mib 0.25 --watch-flow 448"; do
         read -r -a words <<<"$args"
         check "bad: $args" 2 "$bin" "${words[@]}"
         [ "$(printf '%s\n' "$err" | wc -l)" = 1 ]; expect "$args: one stderr line" $?
     done
     check fabric-collective-json 0 "$bin" --json fabric collective --hosts 8 --planes 2 --min-mib 0.25 \
-        --max-mib 0.25 --loss 0,1 --transports mroce --no-plots
+        --max-mib 0.25 --loss 0,1 --transports mroce --no-plots --watch-flow 100
     printf '%s\n' "$out" | tail -n 1 | python3 -c '
 import json, sys
 o = json.loads(sys.stdin.read())
 rows = o["collective"]
 assert o["pass"] and len(rows) == 4, rows
 assert all(r["wrong_hosts"] == 0 and r["time_us"] > 0 for r in rows), rows
+# The slowest step of the timed iteration, and the watched step sampled until it was done.
+assert all(r["slowest_step"]["fct_us"] > 0 and r["slowest_step"]["step"] < r["steps"] for r in rows), rows
+for r in rows:
+    w = r["watch"]
+    assert w["step"] == 100 and len(w["samples"]) > 1 and "retx_rto" in w["columns"], w
 assert o["config"]["planes"] == 2 and all(r["planes"] == 2 for r in o["runs"]), o["config"]'
     expect "fabric collective --json: every host right, a row per algorithm and loss" $?
     check fabric-planes-json 0 "$bin" --json fabric planes --hosts 8 --per-host 2 --bytes 1000000 \

@@ -92,6 +92,15 @@ double Collective::bus_factor() const noexcept {
 // A step waits for the previous step of both its hosts, sent and received (-1: none): the sender's,
 // whose data it forwards, and the receiver's, which must be done with the buffer the step writes (in
 // RDMA the receiver grants the buffer when it gets there; NCCL's credits, MPI_Sendrecv's pairing).
+uint64_t Collective::step_count(CollectiveAlgo algo, uint32_t hosts, uint32_t channels, uint32_t iterations) {
+    uint64_t levels = 0;
+    while ((1ull << levels) < hosts) ++levels;
+    const uint64_t per_iteration = algo == CollectiveAlgo::RingAllReduce ? 2ull * (hosts - 1) * hosts * channels
+                                   : algo == CollectiveAlgo::HalvingDoublingAllReduce ? 2ull * levels * hosts * channels
+                                                                                      : uint64_t(hosts) * (hosts - 1);
+    return per_iteration * std::max(1u, iterations);
+}
+
 std::vector<uint32_t> Collective::step_deps(std::initializer_list<int64_t> previous) {
     std::vector<uint32_t> after;
     for (int64_t f : previous)
@@ -106,6 +115,7 @@ uint32_t Collective::add(uint32_t src, uint32_t dst, uint64_t bytes, uint32_t ch
     s.dst = dst;
     s.bytes = bytes;
     s.after = std::move(after);
+    s.after_all_before = barrier_;
     s.channel = int32_t(channel);
     flows_.push_back(std::move(s));
     moves_.push_back(m);
@@ -122,6 +132,7 @@ void Collective::plan_ring() {
     std::vector<std::vector<int64_t>> sent(channels_, std::vector<int64_t>(n, -1)), got = sent;
     for (uint32_t iter = 0; iter < iterations_; ++iter) {
         if (iter) first_timed_ = uint32_t(flows_.size());
+        barrier_ = iter && iter + 1 == iterations_ ? first_timed_ : 0;  // the timed iteration waits for all
         for (int phase = 0; phase < 2; ++phase)
             for (uint32_t k = 0; k + 1 < n; ++k) {
                 std::vector<std::vector<int64_t>> sent_now = sent, got_now = got;
@@ -160,6 +171,7 @@ void Collective::plan_halving_doubling() {
     std::vector<std::vector<int64_t>> sent_by(channels_, std::vector<int64_t>(n, -1)), got_by = sent_by;
     for (uint32_t iter = 0; iter < iterations_; ++iter) {
         if (iter) first_timed_ = uint32_t(flows_.size());
+        barrier_ = iter && iter + 1 == iterations_ ? first_timed_ : 0;  // the timed iteration waits for all
         for (uint32_t c = 0; c < channels_; ++c) {
             std::vector<uint64_t> lo(n, 0), len(n, part);  // each host's range within the channel
             std::vector<int64_t>& sent = sent_by[c];
@@ -222,6 +234,7 @@ void Collective::plan_all_to_all() {
     std::vector<std::vector<uint32_t>> before(n);  // [h]: the previous iteration's flows from and into h
     for (uint32_t iter = 0; iter < iterations_; ++iter) {
         if (iter) first_timed_ = uint32_t(flows_.size());
+        barrier_ = iter && iter + 1 == iterations_ ? first_timed_ : 0;  // the timed iteration waits for all
         std::vector<std::vector<uint32_t>> now(n);
         for (uint32_t h = 0; h < n; ++h)
             for (uint32_t step = 1; step < n; ++step) {

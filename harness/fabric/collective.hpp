@@ -32,11 +32,13 @@ public:
     // rule; NCCL's credits), so no buffer is written while a send still reads it.
     // `iterations` runs the collective that many times back to back (each host's next iteration
     // starts when its previous one is done there); like nccl-tests, the scenario times the last, so the
-    // first ones warm the connections up.
+    // first ones warm the connections up, and the last starts after a barrier: when every host is done.
     Collective(CollectiveAlgo algo, uint32_t hosts, uint64_t bytes, uint32_t channels, uint64_t seed,
                uint32_t iterations = 1);
 
     const std::vector<FlowSpec>& flows() const noexcept { return flows_; }
+    // How many steps (flows) a collective has, without building it.
+    static uint64_t step_count(CollectiveAlgo algo, uint32_t hosts, uint32_t channels, uint32_t iterations);
     // The first flow of the last iteration (flows are in iteration order).
     uint32_t first_timed_flow() const noexcept { return first_timed_; }
     CollectiveAlgo algo() const noexcept { return algo_; }
@@ -84,6 +86,10 @@ private:
     CollectiveAlgo algo_;
     uint32_t hosts_, channels_, iterations_;
     uint32_t first_timed_ = 0;
+    // The timed (last) iteration's steps also wait for every warm-up step on every host, as nccl-tests
+    // times after a barrier; otherwise a host done early starts the timed iteration while another
+    // still finishes its warm-up, and that tail counts as the timed iteration's time.
+    uint32_t barrier_ = 0;
     uint64_t bytes_, seed_;
     std::vector<FlowSpec> flows_;
     std::vector<Move> moves_;

@@ -56,7 +56,8 @@ public:
         // messages per pair, the scenario's own buffers) run on the engine (run_mroce) only.
         if (ro.data) throw std::invalid_argument(name_ + ": flows with scenario-owned bytes run on the engine only");
         for (size_t f = 0; f < flows.size(); ++f)
-            if (!flows[f].after.empty() || book_.flows_of(flows[f].src, flows[f].dst).size() > 1)
+            if (!flows[f].after.empty() || flows[f].after_all_before ||
+                book_.flows_of(flows[f].src, flows[f].dst).size() > 1)
                 throw std::invalid_argument(name_ + ": one flow per (src, dst) pair and no waiting flows");
         std::map<uint32_t, bool> used;
         for (const FlowSpec& s : flows) used[s.src] = used[s.dst] = true;

@@ -42,10 +42,11 @@ struct MroceHostOptions {
     // at the pace the wire drains, as a NIC's transport scheduler does, instead of dumping its window
     // into the NIC queue. 0: unlimited.
     uint32_t tx_ring = 16;
-    // How the ring is counted: false, over all planes (16 x P shared, so a backlog on one plane holds
-    // every plane's new data); true, per plane, reporting the free slots of the planes that have
-    // room (a frame for a full plane still goes: the engine does not know a route's plane).
-    bool tx_ring_per_plane = false;
+    // How the ring is counted: true (the default), per plane, as a host with one NIC port per plane
+    // has one ring per port, reporting the free slots of the planes that have room (a frame for a full
+    // plane still goes: the engine does not know a route's plane); false, over all planes (16 x P
+    // shared, so a backlog on one plane holds every plane's new data; the old default).
+    bool tx_ring_per_plane = true;
 };
 
 class MroceHost final : public io::PacketIo, public io::Clock {

@@ -162,6 +162,11 @@ private:
                 w.ceiling_mbps = info->rate_ceiling_mbps;
                 w.cwnd += info->cwnd;
                 w.in_flight += info->in_flight;
+                w.max_rto_us = std::max(w.max_rto_us, info->rto);
+                w.paths_not_active += info->state != PathState::Active;
+                w.retx_gap += info->retx_by_cause.gap;
+                w.retx_probe += info->retx_by_cause.probe;
+                w.retx_rto += info->retx_by_cause.rto;
             }
         }
         if (p.responder_up) {

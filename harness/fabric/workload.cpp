@@ -67,6 +67,12 @@ RunBook::RunBook(const std::vector<FlowSpec>& flows, uint32_t hosts, uint64_t se
             dependents_[g].push_back(uint32_t(f));
         }
         waiting_[f] = uint32_t(s.after.size());
+        if (s.after_all_before) {
+            if (s.after_all_before > f)
+                throw std::invalid_argument("fabric: flow " + std::to_string(f) + " waits for a later flow");
+            barriers_[s.after_all_before].waiters.push_back(uint32_t(f));
+            ++waiting_[f];
+        }
         by_pair_[uint64_t(s.src) << 32 | s.dst].flows.push_back(uint32_t(f));
         outcomes_[f].spec = s;
         max_bytes = std::max(max_bytes, s.bytes);
@@ -111,7 +117,7 @@ void RunBook::received_bytes(size_t f, uint32_t bytes) {
 void RunBook::start_after_setup(double setup_us, const std::function<void(size_t)>& start) {
     start_ = start;
     for (size_t f = 0; f < outcomes_.size(); ++f)
-        if (outcomes_[f].spec.after.empty()) schedule(f, setup_us);
+        if (waiting_[f] == 0) schedule(f, setup_us);
 }
 
 // from_us is now (set-up, or the last awaited flow's finish); start_us becomes absolute.
@@ -130,6 +136,10 @@ void RunBook::done(size_t f) {
     if (options_.data) options_.data->delivered(f);
     for (uint32_t g : dependents_[f])
         if (--waiting_[g] == 0 && !settled_[g]) schedule(g, fo.finish_us);
+    for (auto it = barriers_.upper_bound(uint32_t(f)); it != barriers_.end(); ++it)
+        if (++it->second.done_below == it->first)
+            for (uint32_t g : it->second.waiters)
+                if (--waiting_[g] == 0 && !settled_[g]) schedule(g, fo.finish_us);
     settle(f);
 }
 
@@ -139,6 +149,10 @@ void RunBook::failed(size_t f, const std::string& why) {
     outcomes_[f].failed = true;
     settle(f);
     for (uint32_t g : dependents_[f]) failed(g, "waits for flow " + std::to_string(f) + ", which failed");
+    for (auto it = barriers_.upper_bound(uint32_t(f)); it != barriers_.end(); ++it)
+        for (uint32_t g : it->second.waiters)
+            failed(g, "waits for every flow before " + std::to_string(it->first) + ", and flow " + std::to_string(f) +
+                          " failed");
 }
 
 void RunBook::settle(size_t f) {

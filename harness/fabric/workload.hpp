@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <unordered_map>
 #include <functional>
@@ -27,6 +28,9 @@ struct FlowSpec {
     uint64_t bytes = 0;
     double start_us = 0;
     std::vector<uint32_t> after{};
+    // Also waits for every flow before this index (a barrier: nccl-tests times its iterations after
+    // the warm-up ones are done on every rank). 0: none.
+    uint32_t after_all_before = 0;
     // A collective's channel (-1: none). RoCE puts the flow's QP on plane channel mod planes (NCCL binds
     // each channel to one NIC; otherwise the ECMP hash of its source port picks); mroce, which sprays
     // every connection over all planes, carries it on stream channel mod streams, so that channels do
@@ -75,6 +79,12 @@ struct WatchSample {
     uint32_t in_flight = 0;        // sum over its paths
     uint32_t share_mbps = 0;       // the receiver's share for it [R-FS-4] (0: not active there)
     uint32_t receiver_active = 0;  // connections active at the receiver [R-FS-2]
+    // Loss recovery of the sender's paths: the largest RTO (backoff included) [R-REL-7], how many
+    // paths are SUSPECT or FAILED [R-PATH-2], and the connection's retransmissions so far by the
+    // rule that declared them lost (gap or time rule, tail probe, RTO) [R-REL-4], [R-REL-6].
+    uint32_t max_rto_us = 0;
+    uint32_t paths_not_active = 0;
+    uint64_t retx_gap = 0, retx_probe = 0, retx_rto = 0;
 };
 
 struct TransportTotals {
@@ -181,7 +191,13 @@ private:
     };
     mutable std::unordered_map<uint64_t, PairFlows> by_pair_;
     std::vector<std::vector<uint32_t>> dependents_;  // [f]: flows with f in their `after`
-    std::vector<uint32_t> waiting_;                  // [f]: flows of its `after` not done yet
+    std::vector<uint32_t> waiting_;                  // [f]: flows of its `after` not done yet (+1 for its barrier)
+    // FlowSpec::after_all_before: per barrier index B, the flows below B done so far and its waiters.
+    struct Barrier {
+        uint32_t done_below = 0;
+        std::vector<uint32_t> waiters;
+    };
+    std::map<uint32_t, Barrier> barriers_;
     std::function<void(size_t)> start_;
     std::chrono::steady_clock::time_point last_progress_;
 };

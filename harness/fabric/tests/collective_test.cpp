@@ -3,6 +3,7 @@
 // over a lossy fabric leave every host with the right result.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <vector>
@@ -85,14 +86,21 @@ TEST(FabricCollective, PlansHaveTheTextbookShape) {
         EXPECT_EQ(s.bytes, 8u * 1024);
     }
     EXPECT_EQ(pairs.size(), 56u);
+    for (CollectiveAlgo a :
+         {CollectiveAlgo::RingAllReduce, CollectiveAlgo::HalvingDoublingAllReduce, CollectiveAlgo::AllToAll})
+        for (uint32_t iterations : {1u, 3u})
+            EXPECT_EQ(Collective::step_count(a, 8, 2, iterations),
+                      Collective(a, 8, 64 * 1024, 2, 1, iterations).flows().size())
+                << collective_name(a) << " x" << iterations;
     EXPECT_THROW(Collective(CollectiveAlgo::HalvingDoublingAllReduce, 6, 6 * 1024, 1, 1), std::invalid_argument);
     EXPECT_THROW(Collective(CollectiveAlgo::RingAllReduce, 8, 1000, 1, 1), std::invalid_argument);
 }
 
 // A small collective on 8 hosts and 2 planes: the result is verified on every host.
-TransportRun run_small(CollectiveAlgo a, Transport t, double loss, uint64_t seed, Collective** out = nullptr) {
+TransportRun run_small(CollectiveAlgo a, Transport t, double loss, uint64_t seed, Collective** out = nullptr,
+                       uint32_t iterations = 1) {
     static std::unique_ptr<Collective> keep;
-    keep = std::make_unique<Collective>(a, 8, 256 * 1024, 2, seed);
+    keep = std::make_unique<Collective>(a, 8, 256 * 1024, 2, seed, iterations);
     ScenarioOptions o;
     o.fabric.hosts = 8;
     o.fabric.planes = 2;
@@ -137,6 +145,31 @@ TEST(FabricCollective, AStepWaitsForTheDataItForwards) {
             ++checked;
         }
     EXPECT_GT(checked, 100u);
+}
+
+TEST(FabricCollective, TheTimedIterationStartsWhenEveryHostIsDoneWithTheWarmUp) {
+    // As nccl-tests times after a barrier: at 1 % loss the hosts end their warm-up at different
+    // times, and no step of the timed iteration may start before the last of them.
+    for (CollectiveAlgo a : {CollectiveAlgo::RingAllReduce, CollectiveAlgo::AllToAll}) {
+        SCOPED_TRACE(collective_name(a));
+        Collective* c = nullptr;
+        const TransportRun r = run_small(a, Transport::Mroce, 0.01, 7, &c, 2);
+        ASSERT_EQ(r.result.done(), r.result.flows.size());
+        const size_t timed = c->first_timed_flow();
+        ASSERT_GT(timed, 0u);
+        double warm_up_end = 0, first_warm_up_end = 1e300, timed_start = 1e300;
+        for (size_t f = 0; f < r.result.flows.size(); ++f) {
+            const FlowOutcome& fo = r.result.flows[f];
+            if (f < timed)
+                warm_up_end = std::max(warm_up_end, fo.finish_us);
+            else
+                timed_start = std::min(timed_start, fo.spec.start_us);
+            if (f < timed) first_warm_up_end = std::min(first_warm_up_end, fo.finish_us);
+        }
+        EXPECT_GE(timed_start, warm_up_end);
+        EXPECT_LT(first_warm_up_end, warm_up_end);  // the hosts did end their warm-up apart
+        EXPECT_EQ(c->check(), 0u);
+    }
 }
 
 }  // namespace
