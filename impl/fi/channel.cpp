@@ -156,8 +156,7 @@ void remove_channel(Channel* c) {
   g_channels.erase({c->device, c->conn});
 }
 
-int connect_channel(Device* device, const Address& peer, const ChannelHandler* handler, void* owner,
-                    Channel** out) {
+int connect_channel(Device* device, const Address& peer, const ChannelHandler* handler, void* owner, Channel** out) {
   uint32_t conn = 0;
   if (int r = fi_errno_of(device->connect(peer, &conn))) return r;
   Channel* c = add_channel(device, conn, true);
@@ -182,9 +181,7 @@ void release_channel(Channel* c) {
 
 uint32_t new_endpoint_id() noexcept { return g_next_ep_id.fetch_add(1); }
 
-void add_listener(Device* device, uint32_t ep_id, const Listener& listener) {
-  g_listeners[{device, ep_id}] = listener;
-}
+void add_listener(Device* device, uint32_t ep_id, const Listener& listener) { g_listeners[{device, ep_id}] = listener; }
 
 void remove_listener(Device* device, uint32_t ep_id) { g_listeners.erase({device, ep_id}); }
 

@@ -30,7 +30,7 @@ constexpr uint8_t kTagged = 2;   // Data/Rts: a tagged message, `tag` matters
 struct WireHeader {
   WireType type = WireType::Data;
   uint8_t flags = 0;
-  uint16_t credits = 0;  // bounce receives the sender reposted since its last header (5.3 credits)
+  uint16_t credits = 0;    // bounce receives the sender reposted since its last header (5.3 credits)
   uint32_t dst_ep_id = 0;  // Hello: the endpoint asked for
   uint64_t data = 0;       // remote CQ data
   uint64_t tag = 0;
@@ -65,8 +65,8 @@ struct ChannelHandler {
   void (*on_message)(void* owner, Channel& c, const WireHeader& h, const uint8_t* payload, size_t len);
   void (*on_sent)(void* owner, Channel& c, const TxSlot& slot, Status status);
   void (*on_read)(void* owner, Channel& c, uint64_t id, Status status);  // a post_rendezvous_read ended
-  void (*on_writable)(void* owner, Channel& c);  // credits came back or a tx slot freed
-  void (*on_down)(void* owner, Channel& c, Status status);  // the owner decides when to remove it
+  void (*on_writable)(void* owner, Channel& c);                          // credits came back or a tx slot freed
+  void (*on_down)(void* owner, Channel& c, Status status);               // the owner decides when to remove it
 };
 
 // One engine connection with its bounce buffers.
@@ -99,8 +99,7 @@ Channel* add_channel(Device* device, uint32_t conn, bool initiator);
 // Deregisters and forgets it (the engine connection must be closed or gone).
 void remove_channel(Channel* c);
 // Starts an engine connection to `peer` and its channel, held by (handler, owner). 0 or an fi errno.
-int connect_channel(Device* device, const Address& peer, const ChannelHandler* handler, void* owner,
-                    Channel** out);
+int connect_channel(Device* device, const Address& peer, const ChannelHandler* handler, void* owner, Channel** out);
 // Releases the owner's hold: closes the connection (abort) or removes the channel when it is down.
 void release_channel(Channel* c);
 

@@ -516,8 +516,8 @@ ssize_t post_send(RdmEndpoint* ep, const SendRequest& s) {
   } else {
     RendezvousSend rs{p, {}, s.context, s.report, s.tagged};
     // The engine only reads it (kRemoteRead); registration takes a mutable pointer.
-    if (int r = fi_errno_of(ep->domain->device->reg_mr(const_cast<uint8_t*>(bytes), s.len, access::kRemoteRead,
-                                                        &rs.mr)))
+    if (int r =
+            fi_errno_of(ep->domain->device->reg_mr(const_cast<uint8_t*>(bytes), s.len, access::kRemoteRead, &rs.mr)))
       return r;
     const uint64_t id = ep->next_rendezvous_id++;
     ep->rendezvous_sends[id] = rs;
@@ -712,8 +712,7 @@ ssize_t rdm_injectdata(struct fid_ep* fid, const void* buf, size_t len, uint64_t
 
 ssize_t rdm_trecv(struct fid_ep* fid, void* buf, size_t len, void*, fi_addr_t src, uint64_t tag, uint64_t ignore,
                   void* context) {
-  return recv_common(fid, "fi_trecv",
-                     RecvRequest{buf, len, src, true, tag, ignore, context, rx_report(ep_of(fid)), 0});
+  return recv_common(fid, "fi_trecv", RecvRequest{buf, len, src, true, tag, ignore, context, rx_report(ep_of(fid)), 0});
 }
 
 ssize_t rdm_trecvv(struct fid_ep* fid, const struct iovec* iov, void**, size_t count, fi_addr_t src, uint64_t tag,
@@ -738,8 +737,7 @@ ssize_t rdm_trecvmsg(struct fid_ep* fid, const struct fi_msg_tagged* msg, uint64
                                  flags & (FI_PEEK | FI_CLAIM | FI_DISCARD)});
 }
 
-ssize_t rdm_tsend(struct fid_ep* fid, const void* buf, size_t len, void*, fi_addr_t dest, uint64_t tag,
-                  void* context) {
+ssize_t rdm_tsend(struct fid_ep* fid, const void* buf, size_t len, void*, fi_addr_t dest, uint64_t tag, void* context) {
   return send_common(fid, "fi_tsend",
                      SendRequest{buf, len, dest, true, tag, false, 0, context, tx_report(ep_of(fid)), false});
 }
@@ -760,8 +758,8 @@ ssize_t rdm_tsendmsg(struct fid_ep* fid, const struct fi_msg_tagged* msg, uint64
   const bool has_data = (flags & FI_REMOTE_CQ_DATA) != 0;
   const bool report = !ep_of(fid)->cqs.tx_selective || (flags & FI_COMPLETION);
   return send_common(fid, "fi_tsendmsg",
-                     SendRequest{buf, len, msg->addr, true, msg->tag, has_data, has_data ? msg->data : 0,
-                                 msg->context, report, (flags & FI_INJECT) != 0});
+                     SendRequest{buf, len, msg->addr, true, msg->tag, has_data, has_data ? msg->data : 0, msg->context,
+                                 report, (flags & FI_INJECT) != 0});
 }
 
 ssize_t rdm_tinject(struct fid_ep* fid, const void* buf, size_t len, fi_addr_t dest, uint64_t tag) {
@@ -774,8 +772,7 @@ ssize_t rdm_tsenddata(struct fid_ep* fid, const void* buf, size_t len, void*, ui
                      SendRequest{buf, len, dest, true, tag, true, data, context, tx_report(ep_of(fid)), false});
 }
 
-ssize_t rdm_tinjectdata(struct fid_ep* fid, const void* buf, size_t len, uint64_t data, fi_addr_t dest,
-                        uint64_t tag) {
+ssize_t rdm_tinjectdata(struct fid_ep* fid, const void* buf, size_t len, uint64_t data, fi_addr_t dest, uint64_t tag) {
   return send_common(fid, "fi_tinjectdata", SendRequest{buf, len, dest, true, tag, true, data, nullptr, false, true});
 }
 
@@ -972,7 +969,7 @@ int open_rdm_endpoint(struct fid_domain* domain_fid, struct fi_info* info, struc
     ep->fid.msg = &g_rdm_msg_ops;
     ep->fid.tagged = &g_rdm_tagged_ops;
     ep->fid.rma = &g_no_rma_ops;  // RMA: M3
-    ep->fid.atomic = nullptr;  // no FI_ATOMIC anywhere (DESIGN.md 5.8 G7)
+    ep->fid.atomic = nullptr;     // no FI_ATOMIC anywhere (DESIGN.md 5.8 G7)
     ep->fid.collective = nullptr;
     domain->dependents.fetch_add(1);
     *out = &ep->fid;

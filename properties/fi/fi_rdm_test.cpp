@@ -184,9 +184,9 @@ TEST(RdmTagged, SendRecvBothWaysWithTagDataAndSource) {
     int rctx = 0, sctx = 0;
     ASSERT_EQ(fi_trecv(w.ep(to), rbuf, sizeof rbuf, nullptr, FI_ADDR_UNSPEC, 0x1234, 0, &rctx), 0);
     const std::string msg = "tagged from " + std::to_string(from);
-    ASSERT_EQ(fi_tsenddata(w.ep(from), msg.data(), msg.size(), nullptr, 0xfeed0000u + from, w.addr(from, to), 0x1234,
-                           &sctx),
-              0);
+    ASSERT_EQ(
+        fi_tsenddata(w.ep(from), msg.data(), msg.size(), nullptr, 0xfeed0000u + from, w.addr(from, to), 0x1234, &sctx),
+        0);
     fi_cq_tagged_entry e{};
     fi_addr_t src = FI_ADDR_UNSPEC;
     ASSERT_EQ(read_cq(w.cq(to), &e, &src), 1);
@@ -332,12 +332,12 @@ TEST(RdmTagged, MessageCallsAndTruncation) {
   // Bad calls get typed errors.
   char big[300] = {};
   EXPECT_EQ(fi_inject(w.ep(0), big, sizeof big, to), -FI_EMSGSIZE);
-  EXPECT_EQ(fi_tsend(w.ep(0), big, 1, nullptr, 99, 0, nullptr), -FI_EINVAL);  // not in the AV
+  EXPECT_EQ(fi_tsend(w.ep(0), big, 1, nullptr, 99, 0, nullptr), -FI_EINVAL);              // not in the AV
   EXPECT_EQ(fi_senddata(w.ep(0), big, 1, nullptr, 1ULL << 32, to, nullptr), -FI_EINVAL);  // cq_data_size 4
   EXPECT_EQ(fi_tsend(w.ep(0), nullptr, 4, nullptr, to, 0, nullptr), -FI_EINVAL);
   EXPECT_EQ(fi_cancel(&w.ep(0)->fid, big), -FI_ENOENT);
   EXPECT_EQ(fi_write(w.ep(0), big, 1, nullptr, to, 0, 0, nullptr), -FI_ENOSYS);  // RMA: M3
-  EXPECT_EQ(fi_close(&w.rank[0].av->fid), -FI_EBUSY);                             // bound to an endpoint
+  EXPECT_EQ(fi_close(&w.rank[0].av->fid), -FI_EBUSY);                            // bound to an endpoint
 }
 
 TEST(RdmTagged, PeekClaimDiscardAndFailedPeek) {
@@ -573,8 +573,7 @@ TEST(RdmFlowControl, ThousandMessagesBeforeAnyReceive) {
   std::vector<std::vector<uint8_t>> sent;
   for (uint32_t i = 0; i < kCount; ++i) sent.push_back(pattern(1 + (i * 977) % 9000, i));
   for (uint32_t i = 0; i < kCount; ++i)
-    ASSERT_EQ(fi_tsenddata(w.ep(0), sent[i].data(), sent[i].size(), nullptr, i, w.addr(0, 1), 0x77, &sent[i]), 0)
-        << i;
+    ASSERT_EQ(fi_tsenddata(w.ep(0), sent[i].data(), sent[i].size(), nullptr, i, w.addr(0, 1), 0x77, &sent[i]), 0) << i;
   // Every send completes, exactly once, without an error (no RNR reaches the application).
   std::vector<int> send_done(kCount, 0);
   fi_cq_tagged_entry e{};
