@@ -83,6 +83,7 @@ const char* av_straddr(struct fid_av*, const void* addr, char* buf, size_t* len)
 int av_close(struct fid* fid) {
   return guarded(FI_LOG_AV, "fi_close(av)", [&]() -> int {
     auto* av = object_of<AddressVector>(fid);
+    if (av->bound_endpoints.load() != 0) return -FI_EBUSY;  // an endpoint still sends through it
     av->domain->dependents.fetch_sub(1);
     delete av;
     return 0;

@@ -188,7 +188,7 @@ void DeviceHost::progress() noexcept {
 #ifdef MROCE_FI_DPDK
     for (auto& port : engine_ports_) port->service();  // frames the tx impairment held back
 #endif
-    for (Slot& s : slots_) work += dispatch_msg_events(*s.device);
+    for (Slot& s : slots_) work += dispatch_channel_events(*s.device);
     if (work == 0) break;
   }
 }

@@ -47,7 +47,7 @@ class DeviceHost {
   // The address of a domain's device (its endpoints add their ep id); nullptr when unknown.
   const EndpointAddress* address(const std::string& domain_name) const noexcept;
   // Moves every device forward (frames, timers) and hands their connection events and completions to
-  // the MSG endpoints (msg.cpp). Hold mutex().
+  // the endpoints' channels (channel.cpp). Hold mutex().
   void progress() noexcept;
 
   ~DeviceHost();
@@ -71,8 +71,8 @@ class DeviceHost {
   std::vector<Slot> slots_;
 };
 
-// msg.cpp: the connection events and completions of `device` go to the endpoints that own them.
-// Returns how many it handled. Hold the host mutex.
-int dispatch_msg_events(Device& device) noexcept;
+// channel.cpp: the connection events and completions of `device` go to the channels' owners (MSG
+// and RDM endpoints). Returns how many it handled. Hold the host mutex.
+int dispatch_channel_events(Device& device) noexcept;
 
 }  // namespace mroce::fi

@@ -94,6 +94,7 @@ struct AddressVector {
   enum fi_av_type type = FI_AV_MAP;
   std::mutex mutex;
   std::vector<std::optional<EndpointAddress>> table;  // fi_addr_t = index, for MAP and TABLE alike
+  std::atomic<int> bound_endpoints{0};                // fi_close refuses (-FI_EBUSY) while an endpoint uses it
 };
 
 // Object constructors (the fi_ops tables point at them).
@@ -103,6 +104,8 @@ int open_eq(struct fid_fabric* fabric, struct fi_eq_attr* attr, struct fid_eq** 
 int open_cq(struct fid_domain* domain, struct fi_cq_attr* attr, struct fid_cq** cq, void* context);
 int open_av(struct fid_domain* domain, struct fi_av_attr* attr, struct fid_av** av, void* context);
 int open_endpoint(struct fid_domain* domain, struct fi_info* info, struct fid_ep** ep, void* context);
+// rdm.cpp: fi_endpoint with an FI_EP_RDM entry (open_endpoint hands it over).
+int open_rdm_endpoint(struct fid_domain* domain, struct fi_info* info, struct fid_ep** ep, void* context);
 int open_passive_ep(struct fid_fabric* fabric, struct fi_info* info, struct fid_pep** pep, void* context);
 extern struct fi_ops_mr g_mr_ops;  // the domain's fi_mr_reg / regv / regattr
 

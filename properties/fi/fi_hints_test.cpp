@@ -131,26 +131,6 @@ TEST(HintRefusals, UtilityProviderLayeringOffByDefault) {
   unsetenv("FI_MROCE_LAYERING");
 }
 
-// Open MPI 4.1.4, mtl ofi (DESIGN.md 3.1), as captured.
-InfoPtr open_mpi_hints() {
-  InfoPtr h(fi_allocinfo());
-  h->caps = FI_TAGGED | FI_LOCAL_COMM | FI_REMOTE_COMM | FI_DIRECTED_RECV;
-  h->mode = FI_CONTEXT | FI_CONTEXT2;
-  h->tx_attr->op_flags = FI_COMPLETION;
-  h->tx_attr->msg_order = FI_ORDER_SAS;
-  h->rx_attr->op_flags = FI_COMPLETION;
-  h->rx_attr->msg_order = FI_ORDER_SAS;
-  h->ep_attr->type = FI_EP_RDM;
-  h->domain_attr->threading = FI_THREAD_DOMAIN;
-  h->domain_attr->control_progress = FI_PROGRESS_UNSPEC;
-  h->domain_attr->data_progress = FI_PROGRESS_UNSPEC;
-  h->domain_attr->resource_mgmt = FI_RM_ENABLED;
-  h->domain_attr->av_type = FI_AV_MAP;
-  h->domain_attr->cq_data_size = 4;
-  h->domain_attr->mr_mode = 0;
-  return h;
-}
-
 bool is_mroce(const fi_info* i) {
   return i->fabric_attr->prov_name && std::strcmp(i->fabric_attr->prov_name, "mroce") == 0;
 }

@@ -531,6 +531,47 @@ TEST(MsgSendRecv, CqFormatsContextAndMsg) {
 // More messages than the send slots and bounce receives of a connection (16 each): sends meet
 // -FI_EAGAIN and are retried; every message arrives once, in order, byte-exact, and every send
 // completes once.
+// Credits (DESIGN.md 5.3): a channel sends at most one message less than the peer's 16 bounce
+// receives before the peer gives credits back (the last credit is kept for a credit message), so
+// the peer's engine never has to refuse a message for want of a receive (RNR). No call below
+// progresses before the first -FI_EAGAIN, so the count is exact.
+TEST(MsgSendRecv, CreditsBoundTheMessagesInFlight) {
+  Pair p;
+  ASSERT_TRUE(p.ready()) << p.failed;
+  ASSERT_TRUE(p.connected()) << p.failed;
+  std::vector<uint32_t> values(64);
+  for (uint32_t i = 0; i < 64; ++i) values[i] = i;
+  int accepted = 0;
+  for (const uint32_t& v : values) {
+    const ssize_t r = fi_send(p.client.ep, &v, sizeof v, nullptr, 0, nullptr);
+    if (r == -FI_EAGAIN) break;
+    ASSERT_EQ(r, 0);
+    ++accepted;
+  }
+  EXPECT_EQ(accepted, 15);
+  // Credits come back as the server reposts its bounces (no receive posted: all unexpected).
+  int done = 0;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (accepted < 64 && std::chrono::steady_clock::now() < deadline) {
+    fi_cq_data_entry e{};
+    if (fi_cq_read(p.client.cq, &e, 1) == 1) ++done;
+    const ssize_t r = fi_send(p.client.ep, &values[accepted], sizeof(uint32_t), nullptr, 0, nullptr);
+    if (r == 0) ++accepted;
+  }
+  ASSERT_EQ(accepted, 64);
+  for (uint32_t i = 0; i < 64; ++i) {
+    uint32_t got = ~0u;
+    ASSERT_EQ(fi_recv(p.server.ep, &got, sizeof got, nullptr, 0, nullptr), 0);
+    fi_cq_data_entry e{};
+    ASSERT_EQ(read_cq(p.server.cq, &e), 1);
+    EXPECT_EQ(got, i);
+  }
+  for (; done < 64; ++done) {
+    fi_cq_data_entry e{};
+    ASSERT_EQ(read_cq(p.client.cq, &e), 1) << done;
+  }
+}
+
 TEST(MsgSendRecv, ManyMessagesInOrderWithBackPressure) {
   Pair p;
   ASSERT_TRUE(p.ready()) << p.failed;

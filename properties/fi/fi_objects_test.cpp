@@ -6,6 +6,7 @@
 #include <rdma/fi_domain.h>
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_eq.h>
+#include <rdma/fi_rma.h>
 #include <rdma/fi_errno.h>
 #include <sched.h>
 #include <sys/uio.h>
@@ -105,7 +106,14 @@ TEST(ObjectsLifecycle, NotImplementedYetSaysSo) {
   Opened o;
   ASSERT_NE(o.domain, nullptr);
   fid_ep* ep = nullptr;
-  EXPECT_EQ(fi_endpoint(o.domain, o.info.get(), &ep, nullptr), -FI_ENOSYS);  // RDM: M4
+  // RDM endpoints exist (M4); they need an AV, and RMA on them is M3.
+  ASSERT_EQ(fi_endpoint(o.domain, o.info.get(), &ep, nullptr), 0);
+  EXPECT_EQ(fi_enable(ep), -FI_ENOAV);
+  char buf[8] = {};
+  EXPECT_EQ(fi_write(ep, buf, sizeof buf, nullptr, 0, 0, 0, nullptr), -FI_ENOSYS);
+  EXPECT_EQ(fi_close(&ep->fid), 0);
+  fid_ep* sep = nullptr;
+  EXPECT_EQ(fi_scalable_ep(o.domain, o.info.get(), &sep, nullptr), -FI_ENOSYS);
   fid_pep* pep = nullptr;
   EXPECT_EQ(fi_passive_ep(o.fabric, o.info.get(), &pep, nullptr), -FI_EINVAL);  // passive endpoints are MSG
   fi_cntr_attr cntr_attr{};
