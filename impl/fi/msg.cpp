@@ -10,8 +10,8 @@
 // kMaxMsgPayload bytes (max_msg_size of MSG entries). An arrival is copied into the oldest posted
 // receive, or kept in the unexpected queue until one is posted; the bounce is reposted at once.
 //
-// Everything here runs under the device host mutex. Header fields are in host order: the memloop
-// backend keeps both ends in one process.
+// Everything here runs under the device host mutex. Headers travel in network byte order
+// (encode_header / decode_header): the two ends may be different processes and machines.
 #include <rdma/fi_rma.h>
 #include <rdma/fi_tagged.h>
 
@@ -44,7 +44,25 @@ struct WireHeader {
   uint32_t dst_ep_id;  // Hello: the passive endpoint asked for
   uint64_t data;       // remote CQ data (fi_senddata)
 };
-constexpr size_t kSlotSize = sizeof(WireHeader) + kMsgMaxSize;
+// On the wire: [0] type [1] flags [2..3] reserved [4..7] dst_ep_id [8..15] data, big-endian.
+constexpr size_t kWireHeaderLen = 16;
+constexpr size_t kSlotSize = kWireHeaderLen + kMsgMaxSize;
+
+void encode_header(const WireHeader& h, uint8_t* out) noexcept {
+  out[0] = static_cast<uint8_t>(h.type);
+  out[1] = h.flags;
+  out[2] = static_cast<uint8_t>(h.reserved >> 8);
+  out[3] = static_cast<uint8_t>(h.reserved);
+  for (int i = 0; i < 4; ++i) out[4 + i] = static_cast<uint8_t>(h.dst_ep_id >> (24 - 8 * i));
+  for (int i = 0; i < 8; ++i) out[8 + i] = static_cast<uint8_t>(h.data >> (56 - 8 * i));
+}
+
+WireHeader decode_header(const uint8_t* in) noexcept {
+  WireHeader h{static_cast<WireType>(in[0]), in[1], static_cast<uint16_t>(in[2] << 8 | in[3]), 0, 0};
+  for (int i = 0; i < 4; ++i) h.dst_ep_id = h.dst_ep_id << 8 | in[4 + i];
+  for (int i = 0; i < 8; ++i) h.data = h.data << 8 | in[8 + i];
+  return h;
+}
 
 // wr_id: bit 63 set for a bounce receive, the slot index below.
 constexpr uint64_t kRxBit = uint64_t{1} << 63;
@@ -213,9 +231,9 @@ int send_wire(Channel* c, const WireHeader& h, const void* payload, size_t len, 
     }
   if (slot == kTxSlots) return -FI_EAGAIN;
   uint8_t* p = tx_slot(c, slot);
-  std::memcpy(p, &h, sizeof h);
-  if (len > 0) std::memcpy(p + sizeof h, payload, len);
-  Sge sge{c->tx_mr.iova + slot * kSlotSize, static_cast<uint32_t>(sizeof h + len), c->tx_mr.lkey};
+  encode_header(h, p);
+  if (len > 0) std::memcpy(p + kWireHeaderLen, payload, len);
+  Sge sge{c->tx_mr.iova + slot * kSlotSize, static_cast<uint32_t>(kWireHeaderLen + len), c->tx_mr.lkey};
   const Result r = c->device->post_send(c->conn, kStream, slot, sge);
   if (r != Result::Ok) return fi_errno_of(r);
   c->tx_slots[slot] = TxSlot{true, report, h.type == WireType::Data, context};
@@ -344,12 +362,11 @@ void on_receive(Channel* c, const WorkCompletion& wc) {
     if (wc.status == Status::Canceled && !c->down) post_bounce(c, slot);  // the sender gave it up
     return;                                                               // Flushed: the connection is gone
   }
-  if (wc.byte_len >= sizeof(WireHeader)) {
-    WireHeader h;
+  if (wc.byte_len >= kWireHeaderLen) {
     const uint8_t* p = rx_slot(c, slot);
-    std::memcpy(&h, p, sizeof h);
-    const uint8_t* payload = p + sizeof h;
-    const size_t len = wc.byte_len - sizeof h;
+    const WireHeader h = decode_header(p);
+    const uint8_t* payload = p + kWireHeaderLen;
+    const size_t len = wc.byte_len - kWireHeaderLen;
     MsgEndpoint* ep = c->ep;
     switch (h.type) {
       case WireType::Hello:
@@ -420,9 +437,8 @@ void on_event(Device& device, const ConnEvent& ev) {
     c->up = true;
     for (size_t i = 0; i < kRxSlots; ++i) post_bounce(c, i);
     if (!c->hello.empty()) {
-      WireHeader h;
-      std::memcpy(&h, c->hello.data(), sizeof h);
-      if (int r = send_wire(c, h, c->hello.data() + sizeof h, c->hello.size() - sizeof h, false, nullptr)) {
+      const WireHeader h = decode_header(c->hello.data());
+      if (int r = send_wire(c, h, c->hello.data() + kWireHeaderLen, c->hello.size() - kWireHeaderLen, false, nullptr)) {
         // Cannot happen with free slots on a new connection; say so rather than hang the connect.
         c->ep->state = EpState::Refused;
         report_eq_error(c->ep, -r, {});
@@ -541,8 +557,8 @@ int ep_connect(struct fid_ep* fid, const void* addr, const void* param, size_t p
     // HELLO: the listener's ep id, this endpoint's name, the CM data; sent once the engine is up.
     const std::vector<uint8_t> self = name_of(ep->domain->host, ep->domain, ep->ep_id);
     WireHeader h{WireType::Hello, 0, 0, peer->ep_id, 0};
-    c->hello.resize(sizeof h);
-    std::memcpy(c->hello.data(), &h, sizeof h);
+    c->hello.resize(kWireHeaderLen);
+    encode_header(h, c->hello.data());
     c->hello.insert(c->hello.end(), self.begin(), self.end());
     if (paramlen > 0)
       c->hello.insert(c->hello.end(), static_cast<const uint8_t*>(param),
