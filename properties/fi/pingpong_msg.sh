@@ -71,6 +71,18 @@ table_ok() {  # table_ok LOG SIZES ITERS
   ! grep -qi 'error\|check' "$log" || { echo "errors reported"; return 1; }
 }
 
+# listening [NAMESPACE]: waits until fi_pingpong's server listens on its TCP control port (it
+# opens the provider's port first; a client connecting before the listen is refused).
+listening() {
+  local in=()
+  [ -n "${1:-}" ] && in=(ip netns exec "$1")
+  for _ in $(seq 300); do
+    [ -n "$("${in[@]}" ss -Hltn "sport = :$port" 2>/dev/null)" ] && return 0
+    sleep 0.1
+  done
+  return 1
+}
+
 fail=0
 run() {  # run NAME ITERS SIZE-ARGS...
   local name=$1 iters=$2
@@ -81,13 +93,13 @@ run() {  # run NAME ITERS SIZE-ARGS...
     sock="$dir/$name.sock"
     FI_MROCE_PORT="memif:server:$sock" timeout 120 fi_pingpong "${common[@]}" -B "$port" >"$slog" 2>&1 &
     local spid=$!
-    for _ in $(seq 100); do [ -S "$sock" ] && break; sleep 0.1; done
+    listening
     FI_MROCE_PORT="memif:client:$sock" timeout 120 fi_pingpong "${common[@]}" -P "$port" 127.0.0.1 >"$clog" 2>&1
   else
     ip netns exec "$NS_A" env FI_MROCE_PORT=af_packet:mra0 timeout 120 fi_pingpong "${common[@]}" -B "$port" \
       >"$slog" 2>&1 &
     local spid=$!
-    sleep 1  # the server's EAL start and its TCP listen
+    listening "$NS_A"
     ip netns exec "$NS_B" env FI_MROCE_PORT=af_packet:mrb0 timeout 120 fi_pingpong "${common[@]}" -P "$port" \
       "$(netns_ip4 a 0)" >"$clog" 2>&1
   fi

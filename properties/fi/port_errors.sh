@@ -44,13 +44,13 @@ unusable() {  # unusable server|client <memif spec>
   if [ "$role" = server ]; then
     FI_MROCE_PORT=$spec FI_LOG_LEVEL=warn timeout 30 fi_pingpong -p mroce -e msg -B "$port" >"$log" 2>&1 &
     local server=$!
-    sleep 0.5
+    for _ in $(seq 300); do [ -n "$(ss -Hltn "sport = :$port")" ] && break; sleep 0.1; done
     FI_MROCE_PORT=memloop timeout 30 fi_pingpong -p mroce -e msg -P "$port" 127.0.0.1 >"$dir/peer.log" 2>&1
     wait "$server"
     rc=$?
   else
     FI_MROCE_PORT=memloop timeout 30 fi_pingpong -p mroce -e msg -B "$port" >"$dir/peer.log" 2>&1 &
-    sleep 0.5
+    for _ in $(seq 300); do [ -n "$(ss -Hltn "sport = :$port")" ] && break; sleep 0.1; done
     FI_MROCE_PORT=$spec FI_LOG_LEVEL=warn timeout 30 fi_pingpong -p mroce -e msg -P "$port" 127.0.0.1 >"$log" 2>&1
     rc=$?
   fi
