@@ -1,15 +1,22 @@
+// rte_intr_instance_* are experimental in DPDK 22.11.
+#define ALLOW_EXPERIMENTAL_API 1
 #include "dpdk/eal.hpp"
 
 #include <rte_eal.h>
+#include <rte_interrupts.h>
+#include <sys/eventfd.h>
 #include <rte_errno.h>
 #include <time.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <memory>
 #include <string>
 #include <mutex>
 #include <stdexcept>
+#include <thread>
 
 namespace mroce::dpdk {
 namespace {
@@ -79,6 +86,37 @@ Eal::~Eal() {
 uint64_t now_us() {
   if (!g_clock_started) return 0;
   return (monotonic_ns() - g_start_ns) / 1000;
+}
+
+bool drain_interrupt_thread(double timeout_s) {
+  const int fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (fd < 0) return false;
+  rte_intr_handle* h = rte_intr_instance_alloc(RTE_INTR_INSTANCE_F_PRIVATE);
+  struct Mark {
+    int fd;
+    std::atomic<bool> ran{false};
+  } mark{fd};
+  const rte_intr_callback_fn cb = [](void* arg) {
+    auto* m = static_cast<Mark*>(arg);
+    uint64_t v;
+    (void)!read(m->fd, &v, sizeof v);
+    m->ran.store(true);
+  };
+  bool ok = h && rte_intr_type_set(h, RTE_INTR_HANDLE_EXT) == 0 && rte_intr_fd_set(h, fd) == 0 &&
+            rte_intr_callback_register(h, cb, &mark) == 0;
+  if (ok) {
+    const uint64_t one = 1;
+    ok = write(fd, &one, sizeof one) == sizeof one;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(timeout_s);
+    while (ok && !mark.ran.load()) {
+      if (std::chrono::steady_clock::now() >= deadline) ok = false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    while (rte_intr_callback_unregister(h, cb, &mark) == -EAGAIN) std::this_thread::yield();
+  }
+  rte_intr_instance_free(h);
+  close(fd);
+  return ok;
 }
 
 }  // namespace mroce::dpdk

@@ -52,4 +52,12 @@ class Eal {
 // and `mroce check` judged the sender's build times wrong (issue 13, conform.CheckPerfCapture).
 uint64_t now_us();
 
+// Returns once DPDK's interrupt thread has finished the callback it was running when called: it
+// runs the memif PMD's connection handling one callback at a time, so a callback of ours that has
+// run means that a teardown already under way (the link reads down from its first line) is over.
+// Our callback is an eventfd of our own, unregistered again before we return. (An EAL alarm in its
+// place left DPDK 22.11's interrupt thread crashing inside rte_eal_cleanup at exit, nearly always.)
+// False when it did not within timeout_s. Needs EAL.
+bool drain_interrupt_thread(double timeout_s);
+
 }  // namespace mroce::dpdk

@@ -74,12 +74,11 @@ void on_receive(Channel* c, const WorkCompletion& wc) {
     return;  // Flushed: the connection is gone
   }
   bool credited = false;
-  if (wc.byte_len >= sizeof(WireHeader)) {
-    WireHeader h;
+  if (wc.byte_len >= kWireHeaderLen) {
     const uint8_t* p = rx_slot(c, slot);
-    std::memcpy(&h, p, sizeof h);
-    const uint8_t* payload = p + sizeof h;
-    const size_t len = wc.byte_len - sizeof h;
+    const WireHeader h = decode_header(p);
+    const uint8_t* payload = p + kWireHeaderLen;
+    const size_t len = wc.byte_len - kWireHeaderLen;
     c->send_credits += h.credits;
     credited = h.credits > 0;
     if (h.type == WireType::Hello)
@@ -234,9 +233,9 @@ int send_wire(Channel* c, WireHeader h, const void* payload, size_t len, const T
   if (index == kTxSlots) return -FI_EAGAIN;
   h.credits = static_cast<uint16_t>(c->credits_to_return);
   uint8_t* p = tx_slot(c, index);
-  std::memcpy(p, &h, sizeof h);
-  if (len > 0) std::memcpy(p + sizeof h, payload, len);
-  Sge sge{c->tx_mr.iova + index * kSlotSize, static_cast<uint32_t>(sizeof h + len), c->tx_mr.lkey};
+  encode_header(h, p);
+  if (len > 0) std::memcpy(p + kWireHeaderLen, payload, len);
+  Sge sge{c->tx_mr.iova + index * kSlotSize, static_cast<uint32_t>(kWireHeaderLen + len), c->tx_mr.lkey};
   const Result r = c->device->post_send(c->conn, kOrderedStream, index, sge);
   if (r != Result::Ok) return fi_errno_of(r);
   c->credits_to_return = 0;
@@ -286,6 +285,64 @@ int dispatch_channel_events(Device& device) noexcept {
     handled += n;
   }
   return handled;
+}
+
+// ---- the wire format ----
+
+void put_be64(uint8_t* out, uint64_t v) noexcept {
+  for (int i = 0; i < 8; ++i) out[i] = static_cast<uint8_t>(v >> (56 - 8 * i));
+}
+
+uint64_t get_be64(const uint8_t* in) noexcept {
+  uint64_t v = 0;
+  for (int i = 0; i < 8; ++i) v = v << 8 | in[i];
+  return v;
+}
+
+namespace {
+
+void put_be32(uint8_t* out, uint32_t v) noexcept {
+  for (int i = 0; i < 4; ++i) out[i] = static_cast<uint8_t>(v >> (24 - 8 * i));
+}
+
+uint32_t get_be32(const uint8_t* in) noexcept {
+  uint32_t v = 0;
+  for (int i = 0; i < 4; ++i) v = v << 8 | in[i];
+  return v;
+}
+}  // namespace
+
+void encode_header(const WireHeader& h, uint8_t* out) noexcept {
+  out[0] = static_cast<uint8_t>(h.type);
+  out[1] = h.flags;
+  out[2] = static_cast<uint8_t>(h.credits >> 8);
+  out[3] = static_cast<uint8_t>(h.credits);
+  put_be32(out + 4, h.dst_ep_id);
+  put_be64(out + 8, h.data);
+  put_be64(out + 16, h.tag);
+}
+
+WireHeader decode_header(const uint8_t* in) noexcept {
+  WireHeader h;
+  h.type = static_cast<WireType>(in[0]);
+  h.flags = in[1];
+  h.credits = static_cast<uint16_t>(in[2] << 8 | in[3]);
+  h.dst_ep_id = get_be32(in + 4);
+  h.data = get_be64(in + 8);
+  h.tag = get_be64(in + 16);
+  return h;
+}
+
+void encode_rendezvous(const RendezvousRequest& r, uint8_t* out) noexcept {
+  put_be64(out, r.id);
+  put_be64(out + 8, r.length);
+  put_be64(out + 16, r.iova);
+  put_be32(out + 24, r.rkey);
+  put_be32(out + 28, r.reserved);
+}
+
+RendezvousRequest decode_rendezvous(const uint8_t* in) noexcept {
+  return RendezvousRequest{get_be64(in), get_be64(in + 8), get_be64(in + 16), get_be32(in + 24), get_be32(in + 28)};
 }
 
 }  // namespace mroce::fi

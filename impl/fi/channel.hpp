@@ -4,8 +4,8 @@
 // an engine RNR, and the dispatch of the device's completions and connection events to whoever
 // the channel serves (its owner, through a ChannelHandler).
 //
-// Everything here runs under the device host mutex. Header fields are in host order: the memloop
-// and ring backends keep both ends in one process.
+// Everything here runs under the device host mutex. Headers and provider payloads (rendezvous
+// requests, FIN ids) travel big-endian: the two ends may be different processes and machines.
 #pragma once
 
 #include <rdma/fi_errno.h>
@@ -35,7 +35,14 @@ struct WireHeader {
   uint64_t data = 0;       // remote CQ data
   uint64_t tag = 0;
 };
-constexpr size_t kSlotSize = sizeof(WireHeader) + kMsgMaxSize;
+// On the wire, big-endian (the two ends may be different processes and machines): [0] type [1] flags
+// [2..3] credits [4..7] dst_ep_id [8..15] data [16..23] tag.
+constexpr size_t kWireHeaderLen = 24;
+constexpr size_t kSlotSize = kWireHeaderLen + kMsgMaxSize;
+void encode_header(const WireHeader& h, uint8_t* out) noexcept;
+WireHeader decode_header(const uint8_t* in) noexcept;
+void put_be64(uint8_t* out, uint64_t v) noexcept;
+uint64_t get_be64(const uint8_t* in) noexcept;
 
 // Rendezvous (RDM messages above kMsgMaxSize, DESIGN.md 5.3): the sender's buffer, readable by the
 // peer with `rkey`; the receiver reads it and answers Fin with the same id.
@@ -46,6 +53,10 @@ struct RendezvousRequest {
   uint32_t rkey = 0;
   uint32_t reserved = 0;
 };
+// On the wire (an Rts payload), big-endian: id, length, iova, rkey, reserved.
+constexpr size_t kRendezvousLen = 32;
+void encode_rendezvous(const RendezvousRequest& r, uint8_t* out) noexcept;
+RendezvousRequest decode_rendezvous(const uint8_t* in) noexcept;
 
 struct TxSlot {
   bool busy = false;

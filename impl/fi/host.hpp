@@ -2,13 +2,16 @@
 // domain it opens. Created at the first fi_domain, kept until the provider's cleanup(). Backends:
 // memloop (two devices back to back over io::MemLoop with a steady clock, no DPDK) and, in DPDK
 // builds, ring (EAL, a net_ring pair, one EnginePort per device, the DPDK clock); either way one
-// process can talk to itself through domains <backend>:0 and <backend>:1.
+// process can talk to itself through domains <backend>:0 and <backend>:1. Also in DPDK builds, a
+// DPDK port between processes (memif, af_packet, af_xdp): one device, one domain named after the spec.
 //
 // The engine is single-threaded (DESIGN.md 5.8 G14): every use of a device holds mutex().
 #pragma once
 
 #include <memory>
+#include <atomic>
 #include <mutex>
+#include <thread>
 #include <string>
 #include <vector>
 
@@ -61,13 +64,36 @@ class DeviceHost {
   // Opens the packet I/O of the backend: fills clock_ and one PacketIo per device. 0 or an fi errno.
   int open_memloop(std::vector<io::PacketIo*>* ios);
   int open_ring(std::vector<io::PacketIo*>* ios);
+  // Backend::Port: the port of `config`; *max_payload from its MTU (DESIGN.md 5.8 G10).
+  int open_port(const PortConfig& config, std::vector<io::PacketIo*>* ios, uint16_t* max_payload);
+  // Starts EAL and opens `ports`; registers the exit handler. 0 or an fi errno (one warning).
+  int open_dpdk(std::vector<std::string> ports);
+  // At exit, on a port between processes: keeps progressing until the connections are closed, so
+  // the last acknowledgements and the graceful close reach the peer (progress is manual).
+  void linger() noexcept;
+  // Ports between processes: waits for and runs the engine timers due within a few microseconds
+  // (coalesced ACKs), so that nothing the peer waits for stays unsent when the application stops
+  // calling. Hold mutex().
+  void flush_due_timers() noexcept;
+  // Ports between processes: a thread that progresses the devices whenever the application has not
+  // for kIdleProgressUs (see host.cpp). Started by acquire(), stopped by shutdown().
+  void start_idle_progress();
+  void stop_idle_progress() noexcept;
+  // At exit, a memif server waits for the client to close first (see host.cpp).
+  void wait_for_memif_peer() noexcept;
 
   std::string spec_;
   std::mutex mutex_;
   std::unique_ptr<io::Clock> clock_;
   std::unique_ptr<io::MemLoop> loop_;                            // memloop
   std::unique_ptr<dpdk::IoContext> dpdk_;                        // ring
-  std::vector<std::unique_ptr<dpdk::EnginePort>> engine_ports_;  // ring, one per device
+  std::vector<std::unique_ptr<dpdk::EnginePort>> engine_ports_;  // ring, one per device; port: one
+  std::unique_ptr<io::PacketIo> guarded_io_;                     // memif: the port behind a link check
+  bool between_processes_ = false;                               // Backend::Port
+  bool memif_server_ = false;
+  std::thread idle_progress_;
+  std::atomic<bool> stop_idle_progress_{false};
+  std::atomic<uint64_t> last_progress_us_{0};  // clock_ time of the last progress()
   std::vector<Slot> slots_;
 };
 

@@ -217,6 +217,13 @@ void queue_provider_message(Peer* p, WireType type, const void* payload, size_t 
   flush(p);
 }
 
+// The receiver is done with rendezvous `sender_id` (read, truncated, discarded or failed).
+void queue_fin(Peer* p, uint64_t sender_id) {
+  uint8_t id[8];
+  put_be64(id, sender_id);
+  queue_provider_message(p, WireType::Fin, id, sizeof id);
+}
+
 // ---- receiving ----
 
 // A matched message goes into the receive: copied (eager), or read from the sender (rendezvous).
@@ -235,7 +242,7 @@ void receive_into(RdmEndpoint* ep, const PostedRecv& r, Arrival& a, Peer* from) 
   RendezvousRecv rv{r, a.info, {}, from, remote.channel, sender_id, length};
   if (length == 0) {  // nothing to read: the receive (truncated or empty) and the FIN at once
     report_receive(ep->cqs.rx, r, a.info, 0);
-    queue_provider_message(from, WireType::Fin, &sender_id, sizeof sender_id);
+    queue_fin(from, sender_id);
     return;
   }
   Device* device = ep->domain->device;
@@ -252,7 +259,7 @@ void receive_into(RdmEndpoint* ep, const PostedRecv& r, Arrival& a, Peer* from) 
   }
   FI_WARN(&g_provider, FI_LOG_EP_DATA, "rendezvous read of %zu bytes not started: %s\n", length, fi_strerror(-err));
   report_receive_error(ep->cqs.rx, r, -err, Status::LocalLength, a.info);
-  queue_provider_message(from, WireType::Fin, &sender_id, sizeof sender_id);  // the sender may go on
+  queue_fin(from, sender_id);  // the sender may go on
 }
 
 // A message arrived (from a peer's channel, or locally): the oldest matching receive takes it,
@@ -315,9 +322,8 @@ void peer_on_message(void* owner, Channel& c, const WireHeader& h, const uint8_t
         a.info.length = len;
         a.payload.assign(payload, payload + len);
       } else {
-        RendezvousRequest rq;
-        if (len < sizeof rq) return;
-        std::memcpy(&rq, payload, sizeof rq);
+        if (len < kRendezvousLen) return;
+        const RendezvousRequest rq = decode_rendezvous(payload);
         a.info.length = rq.length;
         a.remote = RemoteMessage{&c, rq};
       }
@@ -325,9 +331,8 @@ void peer_on_message(void* owner, Channel& c, const WireHeader& h, const uint8_t
       return;
     }
     case WireType::Fin: {
-      uint64_t id = 0;
-      if (len < sizeof id) return;
-      std::memcpy(&id, payload, sizeof id);
+      if (len < 8) return;
+      const uint64_t id = get_be64(payload);
       auto it = ep->rendezvous_sends.find(id);
       if (it == ep->rendezvous_sends.end()) return;
       const RendezvousSend s = it->second;
@@ -368,7 +373,7 @@ void peer_on_read(void* owner, Channel&, uint64_t id, Status status) {
     report_receive(ep->cqs.rx, rv.recv, rv.info, rv.length);
   else
     report_receive_error(ep->cqs.rx, rv.recv, fi_errno_of(status), status, rv.info);
-  queue_provider_message(rv.peer, WireType::Fin, &rv.sender_id, sizeof rv.sender_id);
+  queue_fin(rv.peer, rv.sender_id);
 }
 
 void peer_on_writable(void* owner, Channel& c) {
@@ -523,10 +528,10 @@ ssize_t post_send(RdmEndpoint* ep, const SendRequest& s) {
     ep->rendezvous_sends[id] = rs;
     RendezvousRequest rq{id, s.len, rs.mr.iova, rs.mr.rkey, 0};
     o.header.type = WireType::Rts;
-    o.copy.resize(sizeof rq);
-    std::memcpy(o.copy.data(), &rq, sizeof rq);
+    o.copy.resize(kRendezvousLen);
+    encode_rendezvous(rq, o.copy.data());
     o.owns_bytes = true;
-    o.len = sizeof rq;
+    o.len = kRendezvousLen;
     o.slot.cookie |= kCookieRendezvous | (id << kCookieIdShift);
   }
   ++ep->queued_sends;
@@ -594,7 +599,7 @@ ssize_t post_recv(RdmEndpoint* ep, const RecvRequest& q) {
       // A discarded rendezvous message still owes its sender a FIN.
       if (discard && taken->remote) {
         if (Peer* from = peer_of_arrival(ep, *taken))
-          queue_provider_message(from, WireType::Fin, &taken->remote->request.id, sizeof(uint64_t));
+          queue_fin(from, taken->remote->request.id);
       }
     }
     report_found(ep, r, m, m.length);
@@ -608,7 +613,7 @@ ssize_t post_recv(RdmEndpoint* ep, const RecvRequest& q) {
     if (discard) {
       if (a.remote)
         if (Peer* from = peer_of_arrival(ep, a))
-          queue_provider_message(from, WireType::Fin, &a.remote->request.id, sizeof(uint64_t));
+          queue_fin(from, a.remote->request.id);
       report_found(ep, r, a.info, 0);
       return 0;
     }

@@ -29,7 +29,7 @@ done
 check "fi_info -p mroce: only mroce entries (no layered ofi_rxm)" bash -c '! grep -q "ofi_rxm" <<<"$1"' _ "$info"
 
 params=$(fi_info -e 2>&1)
-for p in FI_MROCE_PORT FI_MROCE_LAYERING; do
+for p in FI_MROCE_PORT FI_MROCE_IP FI_MROCE_MAC FI_MROCE_LAYERING; do
   check "fi_info -e documents $p" grep -aq "# $p:" <<<"$params"
 done
 
@@ -43,8 +43,8 @@ one_warning() {  # one_warning <env assignment> <pattern>
 }
 check "FI_MROCE_PORT unset: one warning" bash -c "$(declare -f one_warning); unset FI_MROCE_PORT; one_warning X=1 'FI_MROCE_PORT is not set'"
 check "FI_MROCE_PORT=bogus: one warning" one_warning FI_MROCE_PORT=bogus "FI_MROCE_PORT='bogus' is not a port spec"
-check "FI_MROCE_PORT=af_packet:eth0: one warning (not in this build)" one_warning FI_MROCE_PORT=af_packet:eth0 \
-  "this port kind is not supported by this build yet"
+check "FI_MROCE_PORT=af_packet:<missing>: one warning" one_warning FI_MROCE_PORT=af_packet:mroce-none0 \
+  "no interface 'mroce-none0'\|this build has no DPDK ports"
 check "FI_MROCE_LAYERING=maybe: one warning" one_warning FI_MROCE_LAYERING=maybe "FI_MROCE_LAYERING='maybe' is not a boolean"
 
 exit $fail

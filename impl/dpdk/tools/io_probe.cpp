@@ -14,10 +14,6 @@
 // PMD has finished tearing down the connection the first one closed (a close of ours racing that
 // teardown would free the regions twice).
 
-// rte_intr_instance_* are experimental in DPDK 22.11.
-#define ALLOW_EXPERIMENTAL_API 1
-#include <rte_interrupts.h>
-#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -35,6 +31,7 @@
 #include <thread>
 #include <vector>
 
+#include "dpdk/eal.hpp"
 #include "dpdk/io.hpp"
 #include "dpdk/udp_frame.hpp"
 #include "impair/frame.hpp"
@@ -67,37 +64,6 @@ bool wait_until(const std::function<bool()>& cond, double timeout_s) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
   return true;
-}
-
-// Returns once DPDK's interrupt thread has finished the callback it was running when called: it
-// runs the memif PMD's connection handling one callback at a time, so a callback of ours that has
-// run means that a teardown already under way (the link reads down from its first line) is over.
-// Our callback is an eventfd of our own, unregistered again before we return. (An EAL alarm in its
-// place left DPDK 22.11's interrupt thread crashing inside rte_eal_cleanup at exit, nearly always.)
-bool drain_interrupt_thread(double timeout_s) {
-  const int fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-  if (fd < 0) return false;
-  rte_intr_handle* h = rte_intr_instance_alloc(RTE_INTR_INSTANCE_F_PRIVATE);
-  struct Mark {
-    int fd;
-    std::atomic<bool> ran{false};
-  } mark{fd};
-  const rte_intr_callback_fn cb = [](void* arg) {
-    auto* m = static_cast<Mark*>(arg);
-    uint64_t v;
-    (void)!read(m->fd, &v, sizeof v);
-    m->ran.store(true);
-  };
-  bool ok = h && rte_intr_type_set(h, RTE_INTR_HANDLE_EXT) == 0 && rte_intr_fd_set(h, fd) == 0 &&
-            rte_intr_callback_register(h, cb, &mark) == 0;
-  if (ok) {
-    const uint64_t one = 1;
-    ok = write(fd, &one, sizeof one) == sizeof one && wait_until([&] { return mark.ran.load(); }, timeout_s);
-    while (rte_intr_callback_unregister(h, cb, &mark) == -EAGAIN) std::this_thread::yield();
-  }
-  rte_intr_instance_free(h);
-  close(fd);
-  return ok;
 }
 
 }  // namespace
