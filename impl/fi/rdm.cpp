@@ -598,8 +598,7 @@ ssize_t post_recv(RdmEndpoint* ep, const RecvRequest& q) {
       if (claim && !discard) ep->claimed[q.context] = std::move(*taken);
       // A discarded rendezvous message still owes its sender a FIN.
       if (discard && taken->remote) {
-        if (Peer* from = peer_of_arrival(ep, *taken))
-          queue_fin(from, taken->remote->request.id);
+        if (Peer* from = peer_of_arrival(ep, *taken)) queue_fin(from, taken->remote->request.id);
       }
     }
     report_found(ep, r, m, m.length);
@@ -612,8 +611,7 @@ ssize_t post_recv(RdmEndpoint* ep, const RecvRequest& q) {
     ep->claimed.erase(it);
     if (discard) {
       if (a.remote)
-        if (Peer* from = peer_of_arrival(ep, a))
-          queue_fin(from, a.remote->request.id);
+        if (Peer* from = peer_of_arrival(ep, a)) queue_fin(from, a.remote->request.id);
       report_found(ep, r, a.info, 0);
       return 0;
     }
