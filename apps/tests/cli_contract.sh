@@ -159,6 +159,8 @@ assert o["config"]["mroce_host_ring"] == "per-plane", o["config"]
 assert [r["planes"] for r in o["runs"]] == [4, 8], [r["planes"] for r in o["runs"]]
 assert all(r["flows_done"] == r["flows"] == 16 for r in o["runs"]), o["runs"]
 assert o["plane_ratio"]["mroce"] > 0, o["plane_ratio"]
+assert o["plane_ratio_sustained"]["mroce"] > 0, o["plane_ratio_sustained"]
+assert all(r["timeline"]["sustained_gbps"] > 0 for r in o["runs"]), o["runs"]
 for r in o["runs"]:
     t = r["timeline"]
     done = t["done_50_90_99_100_us"]

@@ -276,6 +276,19 @@ FlowTimeline flow_timeline(const RunResult& r) {
             bytes_gbps += t.rx_gbps[w], ++n;
         t.tail_gbps = n ? bytes_gbps / double(n) : 0;
     }
+    double total = 0, so_far = 0;
+    for (double g : t.rx_gbps) total += g;
+    size_t from = windows, to = windows;
+    for (size_t w = 0; w < windows; ++w) {
+        so_far += t.rx_gbps[w];
+        if (from == windows && so_far >= 0.1 * total) from = w;
+        if (to == windows && so_far >= 0.9 * total) to = w;
+    }
+    if (to < windows && to > from) {
+        double sum = 0;
+        for (size_t w = from + 1; w <= to; ++w) sum += t.rx_gbps[w];
+        t.sustained_gbps = sum / double(to - from);
+    }
     return t;
 }
 

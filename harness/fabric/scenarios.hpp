@@ -105,6 +105,9 @@ struct FlowTimeline {
     double done_us[4] = {-1, -1, -1, -1};  // when 50, 90, 99 and 100 % of the flows were done (-1: never)
     double peak_gbps = 0;                  // the best window
     double tail_gbps = 0;                  // mean delivered from 90 % done to the last finish
+    // Sustained: the mean over the windows after the one where 10 % of all bytes had arrived, up to
+    // the one where 90 % had (the run without its ramp and its tail).
+    double sustained_gbps = 0;
 };
 FlowTimeline flow_timeline(const RunResult& r);
 
