@@ -258,8 +258,8 @@ void write_read_sizes(Kind kind, bool virt) {
   uint64_t key = 0, base = 0;
   ASSERT_NE(rig.reg(0, target.data(), target.size(), FI_REMOTE_READ | FI_REMOTE_WRITE, &key, &base), nullptr);
   uint32_t seed = 1;
-  for (size_t len : {size_t{1}, size_t{7}, size_t{256}, size_t{4096}, size_t{65536}, size_t{65537},
-                     size_t{1} << 20, size_t{16} << 20}) {
+  for (size_t len : {size_t{1}, size_t{7}, size_t{256}, size_t{4096}, size_t{65536}, size_t{65537}, size_t{1} << 20,
+                     size_t{16} << 20}) {
     SCOPED_TRACE("length " + std::to_string(len));
     const size_t offset = len < (16u << 20) ? 13 : 32;
     const std::vector<uint8_t> data = pattern(len, seed++);
@@ -413,6 +413,52 @@ TEST(RmaWriteRead, SelectiveCompletion) {
   }
 }
 
+// Zero bytes are an operation too: each completes once.
+TEST(RmaWriteRead, ZeroLength) {
+  for (Kind kind : {Kind::Msg, Kind::Rdm}) {
+    SCOPED_TRACE(kind == Kind::Msg ? "msg" : "rdm");
+    Rig rig(kind, kind == Kind::Msg);
+    ASSERT_TRUE(rig.ready()) << rig.failed;
+    std::vector<uint8_t> target(16, 0x5);
+    uint64_t key = 0, base = 0;
+    ASSERT_NE(rig.reg(0, target.data(), target.size(), FI_REMOTE_READ | FI_REMOTE_WRITE, &key, &base), nullptr);
+    int cw = 0, cr = 0;
+    ASSERT_EQ(fi_write(rig.ep(1), nullptr, 0, nullptr, rig.peer(1), base + 4, key, &cw), 0);
+    ASSERT_EQ(fi_read(rig.ep(1), nullptr, 0, nullptr, rig.peer(1), base + 4, key, &cr), 0);
+    fi_cq_data_entry e{};
+    ASSERT_EQ(wait_cq(rig, rig.cq(1), &e), 1);
+    EXPECT_EQ(e.op_context, &cw);
+    ASSERT_EQ(wait_cq(rig, rig.cq(1), &e), 1);
+    EXPECT_EQ(e.op_context, &cr);
+    EXPECT_TRUE(std::all_of(target.begin(), target.end(), [](uint8_t b) { return b == 0x5; }));
+    expect_empty(rig, rig.cq(1));
+  }
+}
+
+// RDM: RMA queued for a connection that is refused (no such endpoint id) fails with an error entry.
+TEST(RmaWriteRead, RdmNoSuchEndpointFailsTheOperations) {
+  Rig rig(Kind::Rdm, true);
+  ASSERT_TRUE(rig.ready()) << rig.failed;
+  std::vector<uint8_t> name(64);
+  size_t len = name.size();
+  ASSERT_EQ(fi_getname(&rig.ep(0)->fid, name.data(), &len), 0);
+  name[7] ^= 0x40;  // the endpoint id (bytes 4..7, big-endian): one nobody has
+  fi_addr_t nobody = FI_ADDR_UNSPEC;
+  ASSERT_EQ(fi_av_insert(rig.side[1].av, name.data(), 1, &nobody, 0, nullptr), 1);
+  char buf[8] = {};
+  int c1 = 0, c2 = 0;
+  ASSERT_EQ(fi_write(rig.ep(1), buf, sizeof buf, nullptr, nobody, 0, 1, &c1), 0);
+  ASSERT_EQ(fi_read(rig.ep(1), buf, sizeof buf, nullptr, nobody, 0, 1, &c2), 0);
+  for (int* c : {&c1, &c2}) {
+    fi_cq_data_entry e{};
+    ASSERT_EQ(wait_cq(rig, rig.cq(1), &e), -FI_EAVAIL);
+    const fi_cq_err_entry err = read_error(rig.cq(1));
+    EXPECT_EQ(err.err, FI_ECONNREFUSED);
+    EXPECT_EQ(err.op_context, c);
+  }
+  expect_empty(rig, rig.cq(1));
+}
+
 // RDM: RMA to the endpoint's own address goes through the provider's MR table.
 TEST(RmaWriteRead, RdmSelf) {
   Rig rig(Kind::Rdm, true);
@@ -474,8 +520,9 @@ void bad_accesses(Kind kind, bool virt) {
   for (size_t i = 0; i < std::size(cases); ++i) {
     const Case& c = cases[i];
     SCOPED_TRACE(c.what);
-    const ssize_t r = c.write ? fi_write(rig.ep(1), buf.data(), c.len, nullptr, rig.peer(1), c.addr, c.key, &contexts[i])
-                              : fi_read(rig.ep(1), buf.data(), c.len, nullptr, rig.peer(1), c.addr, c.key, &contexts[i]);
+    const ssize_t r = c.write
+                          ? fi_write(rig.ep(1), buf.data(), c.len, nullptr, rig.peer(1), c.addr, c.key, &contexts[i])
+                          : fi_read(rig.ep(1), buf.data(), c.len, nullptr, rig.peer(1), c.addr, c.key, &contexts[i]);
     ASSERT_EQ(r, 0);
     fi_cq_data_entry e{};
     ASSERT_EQ(wait_cq(rig, rig.cq(1), &e), -FI_EAVAIL);
@@ -602,9 +649,8 @@ TEST(WriteData, ManyBeyondTheCredits) {
     uint64_t key = 0, base = 0;
     ASSERT_NE(rig.reg(0, target.data(), target.size() * 4, FI_REMOTE_WRITE, &key, &base), nullptr);
     for (uint32_t i = 0; i < 100; ++i) {
-      const ssize_t r = retry(rig, [&] {
-        return fi_inject_writedata(rig.ep(1), &i, 4, 1000 + i, rig.peer(1), base + 4 * i, key);
-      });
+      const ssize_t r =
+          retry(rig, [&] { return fi_inject_writedata(rig.ep(1), &i, 4, 1000 + i, rig.peer(1), base + 4 * i, key); });
       ASSERT_EQ(r, 0) << i;
     }
     for (uint32_t i = 0; i < 100; ++i) {
