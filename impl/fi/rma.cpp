@@ -44,8 +44,7 @@ bool remote_target(const RmaRequest& q, uint64_t* iova, uint32_t* rkey) {
 
 void finish(RmaOp* op, Status status, int err) {
   op->device->dereg_mr(op->mr.lkey);
-  if (op->owner != nullptr)
-    report_rma(op->cq, op->request.context, op->request.write, op->request.report, status, err);
+  if (op->owner != nullptr) report_rma(op->cq, op->request.context, op->request.write, op->request.report, status, err);
   g_ops.erase({op->device, op->id});
 }
 
@@ -95,8 +94,7 @@ int post_rma(Channel* c, RmaOp* op) {
     // Write-with-immediate consumes one of the peer's bounce receives on the ordered stream: it
     // pays a credit like a message (and keeps the one reserved for a Credit message).
     if (c->send_credits < 2) return -FI_EAGAIN;
-    r = c->device->post_write_imm(c->conn, kOrderedStream, wr_id, local, iova, rkey,
-                                  static_cast<uint32_t>(q.data));
+    r = c->device->post_write_imm(c->conn, kOrderedStream, wr_id, local, iova, rkey, static_cast<uint32_t>(q.data));
     if (r == Result::Ok) --c->send_credits;
   } else {
     // On the ordered stream too: the endpoint does not know which RMA orders (FI_ORDER_RAW, WAW,

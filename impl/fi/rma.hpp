@@ -25,7 +25,7 @@ struct RmaRequest {
   size_t len = 0;
   uint64_t addr = 0;  // a virtual address (FI_MR_VIRT_ADDR) or an offset into the region
   uint64_t key = 0;
-  bool offsets = false;  // the domain's mr_mode has no FI_MR_VIRT_ADDR (mr.cpp)
+  bool offsets = false;   // the domain's mr_mode has no FI_MR_VIRT_ADDR (mr.cpp)
   bool has_data = false;  // fi_writedata: 32-bit remote CQ data
   uint64_t data = 0;
   void* context = nullptr;

@@ -32,8 +32,7 @@ struct RmaCalls {
     q.report = !inject && Report(ep);
     return Post(ep, q, peer);
   }
-  static ssize_t with_data(struct fid_ep* ep, RmaRequest q, uint64_t data, fi_addr_t peer, void* context,
-                           bool inject) {
+  static ssize_t with_data(struct fid_ep* ep, RmaRequest q, uint64_t data, fi_addr_t peer, void* context, bool inject) {
     q.has_data = true;
     q.data = data;
     return post(ep, q, peer, context, inject);
@@ -52,8 +51,8 @@ struct RmaCalls {
                        uint64_t key, void* context) {
     return post(ep, request(true, buf, len, addr, key), dest, context, false);
   }
-  static ssize_t writev(struct fid_ep* ep, const struct iovec* iov, void**, size_t count, fi_addr_t dest,
-                        uint64_t addr, uint64_t key, void* context) {
+  static ssize_t writev(struct fid_ep* ep, const struct iovec* iov, void**, size_t count, fi_addr_t dest, uint64_t addr,
+                        uint64_t key, void* context) {
     if (count > 1 || (count == 1 && iov == nullptr)) return -FI_EINVAL;
     return write(ep, count ? iov[0].iov_base : nullptr, count ? iov[0].iov_len : 0, nullptr, dest, addr, key, context);
   }
@@ -64,8 +63,8 @@ struct RmaCalls {
     if (flags & ~kMsgFlags) return -FI_EBADFLAGS;
     const size_t len = m->iov_count ? m->msg_iov[0].iov_len : 0;
     if (m->rma_iov[0].len != len) return -FI_EINVAL;  // the two sides' lengths must agree
-    RmaRequest q = request(write, m->iov_count ? m->msg_iov[0].iov_base : nullptr, len, m->rma_iov[0].addr,
-                           m->rma_iov[0].key);
+    RmaRequest q =
+        request(write, m->iov_count ? m->msg_iov[0].iov_base : nullptr, len, m->rma_iov[0].addr, m->rma_iov[0].key);
     q.context = m->context;
     q.inject = write && (flags & FI_INJECT) != 0;
     q.has_data = write && (flags & FI_REMOTE_CQ_DATA) != 0;
