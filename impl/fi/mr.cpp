@@ -4,8 +4,8 @@
 // lkey). With FI_MR_VIRT_ADDR remote addresses are virtual addresses (iova = the pointer).
 // Offset mode: iova 0 for every region would make them all overlap in the engine's iova space, where
 // a Read response takes its bytes from the first region containing the address (engine and spec
-// model alike), not from the region the rkey named; so each region gets its own 4 GiB window, iova
-// n << 32, and fi_mr_key is (n << 32) | rkey (mr_key_size 8). The initiator turns (offset, key) into
+// model alike), not from the region the rkey named; so each region gets its own 4 GiB iova window
+// (kWindowBase below), and fi_mr_key is window | rkey (mr_key_size 8). The initiator turns (offset, key) into
 // (iova, rkey) (rma.cpp remote_target).
 #include <sys/uio.h>
 
@@ -20,9 +20,12 @@ namespace {
 
 // The application's regions by (device, rkey): RMA between endpoints of one device. Host mutex.
 std::map<std::pair<Device*, uint32_t>, MemoryRegistration*> g_regions;
-uint64_t g_next_window = 1;  // offset mode: the next region's iova window (n << 32). Host mutex.
+uint64_t g_next_window = 1;  // offset mode: n of the next region's iova window. Host mutex.
 
-constexpr uint64_t kWindows = uint64_t{1} << 31;  // iova windows n << 32 below 2^63
+// Offset-mode windows: 2^63 + (n << 32), n in [1, 2^30]: above every user-space pointer (the iova of
+// the provider's own regions, registered at their addresses), so no window overlaps them.
+constexpr uint64_t kWindowBase = uint64_t{1} << 63;
+constexpr uint64_t kWindows = uint64_t{1} << 30;
 
 constexpr uint64_t kAccessBits = FI_SEND | FI_RECV | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE;
 
@@ -83,8 +86,8 @@ int register_region(struct fid* domain_fid, const void* buf, size_t len, uint64_
   {
     std::lock_guard lock(domain->host->mutex());
     if (offsets) {
-      iova = g_next_window << 32;
-      g_next_window = g_next_window % kWindows + 1;  // wraps after 2^31 registrations
+      iova = kWindowBase | g_next_window << 32;
+      g_next_window = g_next_window % kWindows + 1;  // wraps after 2^30 registrations
     }
     r = domain->device->reg_mr(const_cast<void*>(buf), len, engine_access(access), &mr->region, iova);
     if (r == Result::Ok) g_regions[{domain->device, mr->region.rkey}] = mr;
