@@ -10,6 +10,7 @@
 #include "fi/addr.hpp"
 #include "fi/host.hpp"
 #include "fi/provider.hpp"
+#include "fi/rma.hpp"
 
 namespace mroce::fi {
 namespace {
@@ -74,7 +75,10 @@ void on_receive(Channel* c, const WorkCompletion& wc) {
     return;  // Flushed: the connection is gone
   }
   bool credited = false;
-  if (wc.byte_len >= kWireHeaderLen) {
+  if (wc.has_imm) {  // a Write-with-immediate (fi_writedata): the bounce holds nothing
+    if (c->handler != nullptr && c->handler->on_remote_write != nullptr)
+      c->handler->on_remote_write(c->owner, *c, wc.imm);
+  } else if (wc.byte_len >= kWireHeaderLen) {
     const uint8_t* p = rx_slot(c, slot);
     const WireHeader h = decode_header(p);
     const uint8_t* payload = p + kWireHeaderLen;
@@ -268,6 +272,11 @@ int dispatch_channel_events(Device& device) noexcept {
   for (int n; (n = device.poll_cq(wcs, 64)) > 0;) {
     for (int i = 0; i < n; ++i) {
       Channel* c = find_channel(&device, wcs[i].conn);
+      // RMA first: an operation completes (and its buffer is deregistered) even without channel.
+      if ((wcs[i].wr_id & (kRxBit | kReadBit)) == 0 && complete_rma(&device, wcs[i].wr_id, wcs[i].status)) {
+        if (c != nullptr && c->handler != nullptr && !c->down) c->handler->on_writable(c->owner, *c);
+        continue;
+      }
       if (c == nullptr) continue;  // its endpoint is closed
       if (wcs[i].wr_id & kRxBit) {
         on_receive(c, wcs[i]);

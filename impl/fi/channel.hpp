@@ -20,7 +20,9 @@
 namespace mroce::fi {
 
 constexpr size_t kRxSlots = 16, kTxSlots = 16;  // bounce slots per channel
-constexpr uint16_t kOrderedStream = 0;          // everything libfabric orders (DESIGN.md 5.2 streams)
+// wr_id bit of RMA operations (rma.cpp); channel.cpp uses bits 63 and 62.
+constexpr uint64_t kRmaWrBit = uint64_t{1} << 61;
+constexpr uint16_t kOrderedStream = 0;  // everything libfabric orders (DESIGN.md 5.2 streams)
 
 // The provider's messages: CM (5.4), data, flow control (5.3) and the rendezvous of RDM endpoints.
 enum class WireType : uint8_t { Hello = 1, Accept = 2, Reject = 3, Data = 4, Credit = 5, Rts = 6, Fin = 7 };
@@ -78,6 +80,8 @@ struct ChannelHandler {
   void (*on_read)(void* owner, Channel& c, uint64_t id, Status status);  // a post_rendezvous_read ended
   void (*on_writable)(void* owner, Channel& c);                          // credits came back or a tx slot freed
   void (*on_down)(void* owner, Channel& c, Status status);               // the owner decides when to remove it
+  // fi_writedata of the peer: its bytes are placed, `data` is its immediate (nullptr: ignored).
+  void (*on_remote_write)(void* owner, Channel& c, uint32_t data) = nullptr;
 };
 
 // One engine connection with its bounce buffers.

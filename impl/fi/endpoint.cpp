@@ -69,17 +69,4 @@ int copy_name(const void* name, size_t len, void* addr, size_t* addrlen) {
   return 0;
 }
 
-struct fi_ops_rma g_no_rma_ops = {
-    .size = sizeof(struct fi_ops_rma),
-    .read = not_supported<ssize_t>,
-    .readv = not_supported<ssize_t>,
-    .readmsg = not_supported<ssize_t>,
-    .write = not_supported<ssize_t>,
-    .writev = not_supported<ssize_t>,
-    .writemsg = not_supported<ssize_t>,
-    .inject = not_supported<ssize_t>,
-    .writedata = not_supported<ssize_t>,
-    .injectdata = not_supported<ssize_t>,
-};
-
 }  // namespace mroce::fi

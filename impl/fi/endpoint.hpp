@@ -1,6 +1,6 @@
 // What MSG and RDM endpoints share as libfabric objects: their CQ and EQ bindings, the CQ entries of
-// their sends, fi_getname's copy, and the ops they refuse (DESIGN.md 4: -FI_ENOSYS rather than null
-// pointers for libfabric's inline wrappers).
+// their sends, fi_getname's copy, and the refusal of ops they lack (DESIGN.md 4: -FI_ENOSYS rather
+// than null pointers for libfabric's inline wrappers).
 #pragma once
 
 #include <rdma/fi_endpoint.h>
@@ -27,7 +27,8 @@ int bind_eq(EventQueue** slot, DeviceHost* host, struct fid* eq);
 // fi_close: the queues no longer count the endpoint.
 void unbind(const EndpointCqs& cqs, EventQueue* eq);
 
-// A send's completion (`flags`: FI_MSG or FI_TAGGED, with FI_SEND): an error entry whenever it
+// A send's completion (`flags`: FI_MSG or FI_TAGGED, with FI_SEND; or FI_RMA with FI_WRITE or
+// FI_READ): an error entry whenever it
 // failed (`err`, or the status's errno when 0), else an entry when `report`.
 void report_send(CompletionQueue* cq, void* context, uint64_t flags, bool report, Status status, int err = 0);
 
@@ -38,8 +39,5 @@ template <class R, class... Args>
 R not_supported(Args...) {
   return static_cast<R>(-FI_ENOSYS);
 }
-
-// RMA is M3: neither endpoint kind moves data by RMA yet.
-extern struct fi_ops_rma g_no_rma_ops;
 
 }  // namespace mroce::fi

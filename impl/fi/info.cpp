@@ -14,7 +14,6 @@
 namespace mroce::fi {
 namespace {
 
-constexpr uint64_t kRmaCaps = FI_RMA | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE;
 // Every order among sends and RMA holds on stream 0, where libfabric-ordered traffic goes
 // (DESIGN.md 5.2 "streams"); FI_ORDER_DATA and FI_ORDER_STRICT are not offered.
 constexpr uint64_t kMsgOrders = FI_ORDER_SAS | FI_ORDER_SAR | FI_ORDER_SAW | FI_ORDER_RAR | FI_ORDER_RAW |
@@ -228,7 +227,9 @@ struct fi_info* make_info(const Plan& plan, enum fi_ep_type ep_type, const Domai
   d->resource_mgmt = plan.resource_mgmt;
   d->av_type = plan.av_type;
   d->mr_mode = plan.mr_mode;
-  d->mr_key_size = kMrKeySize;
+  // Offset mode: the key carries the region's iova window too (mr.cpp).
+  const bool offsets = plan.rma && plan.mr_mode != FI_MR_BASIC && (plan.mr_mode & FI_MR_VIRT_ADDR) == 0;
+  d->mr_key_size = offsets ? kOffsetMrKeySize : kMrKeySize;
   d->cq_data_size = kCqDataSize;
   d->cq_cnt = kCqCount;
   d->ep_cnt = kEpCount;

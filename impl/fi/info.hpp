@@ -19,9 +19,11 @@ inline constexpr uint64_t kPrimaryCaps = FI_MSG | FI_TAGGED | FI_RMA | FI_READ |
 inline constexpr uint64_t kSecondaryCaps = FI_SOURCE | FI_LOCAL_COMM | FI_REMOTE_COMM;
 inline constexpr uint64_t kAllCaps = kPrimaryCaps | kSecondaryCaps;
 
-// What an FI_EP_MSG endpoint does in this build (DESIGN.md 6.3 M2): messages only, each at most
-// kMsgMaxSize bytes (one bounce slot; no rendezvous yet). MSG entries offer no more than this.
-inline constexpr uint64_t kMsgEpCaps = FI_MSG | FI_SEND | FI_RECV | kSecondaryCaps;
+inline constexpr uint64_t kRmaCaps = FI_RMA | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE;
+
+// What an FI_EP_MSG endpoint does in this build (DESIGN.md 6.3 M2, M3): messages, each at most
+// kMsgMaxSize bytes (one bounce slot; no rendezvous), and RMA. MSG entries offer no more than this.
+inline constexpr uint64_t kMsgEpCaps = FI_MSG | FI_SEND | FI_RECV | kRmaCaps | kSecondaryCaps;
 inline constexpr size_t kMsgMaxSize = 65536;
 
 // Fixed attributes of every entry.
@@ -29,8 +31,9 @@ inline constexpr size_t kInjectSize = 256;
 inline constexpr size_t kQueueSize = 1024;
 inline constexpr size_t kMaxMsgSize = size_t{1} << 31;  // [R-HDR-12]
 inline constexpr uint64_t kMemTagFormat = 0xAAAAAAAAAAAAAAAAULL;
-inline constexpr size_t kMrKeySize = 4;   // the engine's rkey is 32 bits
-inline constexpr size_t kCqDataSize = 4;  // the engine's immediate is 32 bits
+inline constexpr size_t kMrKeySize = 4;        // the engine's rkey is 32 bits
+inline constexpr size_t kOffsetMrKeySize = 8;  // offset mode: the region's iova window too (mr.cpp)
+inline constexpr size_t kCqDataSize = 4;       // the engine's immediate is 32 bits
 inline constexpr size_t kCqCount = 64, kEpCount = 256, kMrCount = 4096;
 // No counters yet (DESIGN.md 6.3 M3): cntr_cnt 0, and hints asking for counters are refused.
 inline constexpr size_t kCntrCount = 0;

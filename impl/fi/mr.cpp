@@ -1,15 +1,31 @@
 // fid_mr (DESIGN.md 5.2): Device::reg_mr. fi_mr_key is the engine's rkey, which is unpredictable
 // [R-MEM-1] (drawn from the device secret): the provider always chooses keys (FI_MR_PROV_KEY), and
 // the application's requested_key is ignored. fi_mr_desc is the registration itself (it holds the
-// lkey). With FI_MR_VIRT_ADDR remote addresses are virtual addresses, otherwise offsets into the
-// region (iova 0).
+// lkey). With FI_MR_VIRT_ADDR remote addresses are virtual addresses (iova = the pointer).
+// Offset mode: iova 0 for every region would make them all overlap in the engine's iova space, where
+// a Read response takes its bytes from the first region containing the address (engine and spec
+// model alike), not from the region the rkey named; so each region gets its own 4 GiB iova window
+// (kWindowBase below), and fi_mr_key is window | rkey (mr_key_size 8). The initiator turns (offset, key) into
+// (iova, rkey) (rma.cpp remote_target).
 #include <sys/uio.h>
+
+#include <map>
+#include <utility>
 
 #include "fi/objects.hpp"
 #include "fi/provider.hpp"
 
 namespace mroce::fi {
 namespace {
+
+// The application's regions by (device, rkey): RMA between endpoints of one device. Host mutex.
+std::map<std::pair<Device*, uint32_t>, MemoryRegistration*> g_regions;
+uint64_t g_next_window = 1;  // offset mode: n of the next region's iova window. Host mutex.
+
+// Offset-mode windows: 2^63 + (n << 32), n in [1, 2^30]: above every user-space pointer (the iova of
+// the provider's own regions, registered at their addresses), so no window overlaps them.
+constexpr uint64_t kWindowBase = uint64_t{1} << 63;
+constexpr uint64_t kWindows = uint64_t{1} << 30;
 
 constexpr uint64_t kAccessBits = FI_SEND | FI_RECV | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE;
 
@@ -29,6 +45,7 @@ int mr_close(struct fid* fid) {
     Domain* domain = mr->domain;
     {
       std::lock_guard lock(domain->host->mutex());
+      g_regions.erase({domain->device, mr->region.rkey});
       const Result r = domain->device->dereg_mr(mr->region.lkey);
       if (r != Result::Ok) {
         FI_WARN(&g_provider, FI_LOG_MR, "dereg_mr: %s\n", result_name(r));
@@ -59,13 +76,21 @@ int register_region(struct fid* domain_fid, const void* buf, size_t len, uint64_
   if (access & ~kAccessBits) return -FI_EINVAL;
   if (offset != 0) return -FI_EINVAL;  // reserved by fi_mr(3)
   Domain* domain = object_of<Domain>(domain_desc);
+  const bool offsets = (domain->mr_mode & FI_MR_VIRT_ADDR) == 0;
+  if (offsets && len > kOffsetWindow) return -FI_EINVAL;  // one window per region
   std::optional<uint64_t> iova;
-  if ((domain->mr_mode & FI_MR_VIRT_ADDR) == 0) iova = 0;  // offset addressing
   auto* mr = new MemoryRegistration;
+  mr->base = static_cast<uint8_t*>(const_cast<void*>(buf));
+  mr->rights = engine_access(access);
   Result r;
   {
     std::lock_guard lock(domain->host->mutex());
+    if (offsets) {
+      iova = kWindowBase | g_next_window << 32;
+      g_next_window = g_next_window % kWindows + 1;  // wraps after 2^30 registrations
+    }
     r = domain->device->reg_mr(const_cast<void*>(buf), len, engine_access(access), &mr->region, iova);
+    if (r == Result::Ok) g_regions[{domain->device, mr->region.rkey}] = mr;
   }
   if (r != Result::Ok) {
     delete mr;
@@ -77,7 +102,7 @@ int register_region(struct fid* domain_fid, const void* buf, size_t len, uint64_
   mr->fid.fid.context = context;
   mr->fid.fid.ops = &g_mr_fid_ops;
   mr->fid.mem_desc = mr;
-  mr->fid.key = mr->region.rkey;
+  mr->fid.key = (offsets ? mr->region.iova : 0) | mr->region.rkey;
   domain->dependents.fetch_add(1);
   *out = &mr->fid;
   return 0;
@@ -107,6 +132,16 @@ int mr_regattr(struct fid* fid, const struct fi_mr_attr* attr, uint64_t flags, s
 }
 
 }  // namespace
+
+uint8_t* find_region(Device* device, uint32_t key, uint64_t addr, uint64_t len, uint32_t right) noexcept {
+  auto it = g_regions.find({device, key});
+  if (it == g_regions.end()) return nullptr;
+  const MemoryRegistration* mr = it->second;
+  if ((mr->rights & right) != right) return nullptr;
+  const MemoryRegion& r = mr->region;
+  if (addr < r.iova || addr - r.iova > r.length || len > r.length - (addr - r.iova)) return nullptr;
+  return mr->base + (addr - r.iova);
+}
 
 struct fi_ops_mr g_mr_ops = {
     .size = sizeof(struct fi_ops_mr),

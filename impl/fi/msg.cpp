@@ -5,6 +5,9 @@
 // data), ACCEPT / REJECT (CM data) and DATA. The engine accepts connections by itself, so the
 // libfabric CM (FI_CONNREQ, fi_accept, fi_reject) runs over HELLO/ACCEPT/REJECT (5.4).
 //
+// RMA (rma.hpp) goes on the endpoint's connection once it is connected; fi_writedata of the peer
+// is reported on the receive CQ.
+//
 // A message is at most kMsgMaxSize bytes (one bounce slot; max_msg_size of MSG entries). An arrival
 // is copied into the oldest posted receive, or kept in the unexpected queue until one is posted
 // (match.hpp); the bounce is reposted at once.
@@ -25,6 +28,8 @@
 #include "fi/match.hpp"
 #include "fi/objects.hpp"
 #include "fi/provider.hpp"
+#include "fi/rma.hpp"
+#include "fi/rma_calls.hpp"
 
 namespace mroce::fi {
 namespace {
@@ -171,7 +176,12 @@ void endpoint_on_down(void* owner, Channel&, Status status) {
   flush_receives(ep);  // the endpoint's close removes the channel
 }
 
-void ignore_read(void*, Channel&, uint64_t, Status) {}  // MSG endpoints post no reads
+void endpoint_on_remote_write(void* owner, Channel&, uint32_t data) {
+  auto* ep = static_cast<MsgEndpoint*>(owner);
+  if (ep->state == EpState::Connected) report_remote_write(ep->cqs.rx, data, FI_ADDR_NOTAVAIL);
+}
+
+void ignore_read(void*, Channel&, uint64_t, Status) {}  // MSG endpoints post no rendezvous reads
 void ignore_writable(void*, Channel&) {}                // the application retries its -FI_EAGAIN
 
 const ChannelHandler kEndpointHandler = {
@@ -181,6 +191,7 @@ const ChannelHandler kEndpointHandler = {
     .on_read = ignore_read,
     .on_writable = ignore_writable,
     .on_down = endpoint_on_down,
+    .on_remote_write = endpoint_on_remote_write,
 };
 
 // ---- a connection request's channel: accepted by the engine, not yet by the application ----
@@ -484,6 +495,32 @@ ssize_t msg_sendmsg(struct fid_ep* fid, const struct fi_msg* msg, uint64_t flags
   });
 }
 
+// fi_write / fi_read and the rest of fi_ops_rma (rma_calls.hpp): on the connection, at once.
+ssize_t post_rma_request(struct fid_ep* fid, const RmaRequest& request, fi_addr_t) {
+  return guarded(FI_LOG_EP_DATA, request.write ? "fi_write" : "fi_read", [&]() -> int {
+    if (int r = check_rma(request)) return r;
+    MsgEndpoint* ep = ep_of(fid);
+    RmaRequest q = request;
+    q.offsets = (ep->domain->mr_mode & FI_MR_VIRT_ADDR) == 0;
+    DeviceHost* host = ep->domain->host;
+    std::lock_guard lock(host->mutex());
+    if (ep->state != EpState::Connected) return -FI_ENOTCONN;
+    if (ep->cqs.tx == nullptr) return -FI_ENOCQ;
+    RmaOp* op = nullptr;
+    int r = make_rma(ep->domain->device, ep, ep->cqs.tx, q, &op);
+    if (r == 0) {
+      r = post_rma(ep->channel, op);
+      if (r != 0) drop_rma(op);  // refused at the call: no completion
+    }
+    if (r == -FI_EAGAIN) host->progress();  // completions free room for the retry
+    return r;
+  });
+}
+
+bool rma_report(struct fid_ep* fid) { return !ep_of(fid)->cqs.tx_selective; }
+bool rma_selective(struct fid_ep* fid) { return ep_of(fid)->cqs.tx_selective; }
+using MsgRma = RmaCalls<post_rma_request, rma_report, rma_selective>;
+
 // fi_inject: the buffer is copied before the call returns, and no completion is written.
 ssize_t msg_inject(struct fid_ep* fid, const void* buf, size_t len, fi_addr_t) {
   return guarded(FI_LOG_EP_DATA, "fi_inject", [&]() -> int {
@@ -536,6 +573,7 @@ int ep_close(struct fid* fid) {
     MsgEndpoint* ep = object_of<MsgEndpoint>(fid);
     DeviceHost* host = ep->domain->host;
     std::lock_guard lock(host->mutex());
+    forget_rma(ep);
     if (Channel* c = ep->channel) release_channel(c);  // outstanding work is discarded with the endpoint
     if (ConnRequest* req = ep->request) {              // never accepted: refuse it for the application
       if (Channel* c = req->channel) release_channel(c);
@@ -697,7 +735,7 @@ int open_endpoint(struct fid_domain* domain_fid, struct fi_info* info, struct fi
     if (!is_our_domain(domain_fid) || info == nullptr || out == nullptr || info->ep_attr == nullptr) return -FI_EINVAL;
     if (info->ep_attr->type == FI_EP_RDM) return open_rdm_endpoint(domain_fid, info, out, context);
     if (info->ep_attr->type != FI_EP_MSG) return -FI_EINVAL;  // getinfo offers MSG and RDM only
-    if (info->caps & ~(FI_MSG | FI_SEND | FI_RECV | kSecondaryCaps)) return -FI_ENOSYS;  // not offered by getinfo
+    if (info->caps & ~kMsgEpCaps) return -FI_ENOSYS;          // not offered by getinfo
     Domain* domain = object_of<Domain>(domain_fid);
     ConnRequest* req = nullptr;
     if (info->handle != nullptr) {
@@ -720,7 +758,7 @@ int open_endpoint(struct fid_domain* domain_fid, struct fi_info* info, struct fi
     ep->fid.ops = &g_ep_ops;
     ep->fid.cm = &g_ep_cm_ops;
     ep->fid.msg = &g_msg_ops;
-    ep->fid.rma = &g_no_rma_ops;
+    ep->fid.rma = &MsgRma::ops;
     ep->fid.tagged = &g_no_tagged_ops;
     ep->fid.atomic = nullptr;  // no FI_ATOMIC anywhere (DESIGN.md 5.8 G7)
     ep->fid.collective = nullptr;

@@ -42,7 +42,16 @@ struct MemoryRegistration {
   struct fid_mr fid;  // first; fid.key = the engine's rkey, fid.mem_desc = this object
   Domain* domain = nullptr;
   MemoryRegion region;
+  uint8_t* base = nullptr;  // the application's buffer
+  uint32_t rights = 0;      // engine access bits
 };
+
+// Offset mode (no FI_MR_VIRT_ADDR): each region has an iova window of this size (mr.cpp).
+inline constexpr uint64_t kOffsetWindow = uint64_t{1} << 32;
+
+// RMA within a device (rma.cpp): the host pointer of [addr, addr + len) in the application's region
+// with rkey `key`, when it lies inside and the region grants `right`; else nullptr. Host mutex.
+uint8_t* find_region(Device* device, uint32_t key, uint64_t addr, uint64_t len, uint32_t right) noexcept;
 
 // Completions as the provider stores them, whatever the CQ's format (converted on read).
 struct CqEntry {

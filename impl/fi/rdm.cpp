@@ -15,6 +15,8 @@
 // - Messages up to kMsgMaxSize go eagerly in a bounce slot; larger ones by rendezvous (5.3): RTS
 //   names the sender's buffer (registered for remote read), the receiver reads it into the matched
 //   receive's buffer and answers FIN, which completes the send.
+// - RMA (M3, rma.hpp) waits in the Peer's queue like a message (connection on first use, order
+//   kept); to endpoints of the same device it is done here through the provider's MR table.
 //
 // Everything here runs under the device host mutex.
 #include <rdma/fi_rma.h>
@@ -36,6 +38,8 @@
 #include "fi/match.hpp"
 #include "fi/objects.hpp"
 #include "fi/provider.hpp"
+#include "fi/rma.hpp"
+#include "fi/rma_calls.hpp"
 
 namespace mroce::fi {
 namespace {
@@ -53,7 +57,8 @@ struct OutgoingMessage {
   size_t len = 0;
   std::vector<uint8_t> copy;  // injected bytes and the provider's payloads (RTS, FIN): sent from here
   bool owns_bytes = false;
-  TxSlot slot;  // slot.application: counts towards the endpoint's tx size
+  RmaOp* rma = nullptr;  // an fi_write/fi_read posted in its turn instead of a message (rma.hpp)
+  TxSlot slot;           // slot.application: counts towards the endpoint's tx size
 };
 
 struct Peer {
@@ -157,6 +162,10 @@ void complete_send(RdmEndpoint* ep, void* context, bool report, bool tagged, Sta
 void fail_outgoing(RdmEndpoint* ep, OutgoingMessage& o, Status status, int err = 0) {
   if (!o.slot.application) return;  // the provider's own messages
   --ep->queued_sends;
+  if (o.rma != nullptr) {
+    fail_rma(o.rma, status, err);
+    return;
+  }
   if (o.slot.cookie & kCookieRendezvous) {
     auto it = ep->rendezvous_sends.find(o.slot.cookie >> kCookieIdShift);
     if (it == ep->rendezvous_sends.end()) return;
@@ -196,6 +205,14 @@ void flush(Peer* p) {
   if (!p->send_ready) return;
   while (!p->queued.empty()) {
     OutgoingMessage& o = p->queued.front();
+    if (o.rma != nullptr) {  // the peer's turn for an RMA operation, in order with the messages
+      const int r = post_rma(p->send_channel, o.rma);
+      if (r == -FI_EAGAIN) return;  // again at the next completion (on_writable)
+      if (r != 0) fail_rma(o.rma, Status::ConnectionFailed, -r);
+      --ep->queued_sends;
+      p->queued.pop_front();
+      continue;
+    }
     const int r = send_wire(p->send_channel, o.header, o.owns_bytes ? o.copy.data() : o.buf, o.len, o.slot);
     if (r == -FI_EAGAIN) return;  // again at the next credit or free slot (on_writable)
     if (r != 0) {
@@ -416,6 +433,12 @@ void peer_on_down(void* owner, Channel& c, Status status) {
   remove_channel(&c);
 }
 
+// fi_writedata of the peer: its bytes are placed.
+void peer_on_remote_write(void* owner, Channel&, uint32_t data) {
+  auto* p = static_cast<Peer*>(owner);
+  report_remote_write(p->ep->cqs.rx, data, source_of(p));
+}
+
 const ChannelHandler kPeerHandler = {
     .on_up = peer_on_up,
     .on_message = peer_on_message,
@@ -423,6 +446,7 @@ const ChannelHandler kPeerHandler = {
     .on_read = peer_on_read,
     .on_writable = peer_on_writable,
     .on_down = peer_on_down,
+    .on_remote_write = peer_on_remote_write,
 };
 
 // A HELLO for this endpoint: the accepted channel is the peer's, and its ACCEPT goes back at once.
@@ -649,6 +673,59 @@ ssize_t recv_common(struct fid_ep* fid, const char* what, RecvRequest q) {
   return guarded(FI_LOG_EP_DATA, what, [&] { return static_cast<int>(post_recv(ep_of(fid), q)); });
 }
 
+// fi_ops_rma (rma_calls.hpp): to the fi_addr's peer in its queue (connection on first use), or
+// within the device through the provider's MR table.
+ssize_t post_rma_request(RdmEndpoint* ep, const RmaRequest& request, fi_addr_t dest_addr) {
+  if (int r = check_rma(request)) return r;
+  RmaRequest q = request;
+  q.offsets = (ep->domain->mr_mode & FI_MR_VIRT_ADDR) == 0;
+  if ((ep->caps & FI_RMA) == 0) return -FI_EOPNOTSUPP;
+  DeviceHost* host = ep->domain->host;
+  Device* device = ep->domain->device;
+  std::lock_guard lock(host->mutex());
+  if (!ep->enabled) return -FI_EOPBADSTATE;
+  if (ep->cqs.tx == nullptr) return -FI_ENOCQ;
+  const std::optional<EndpointAddress> dest = av_address(ep->av, dest_addr);
+  if (!dest) return -FI_EINVAL;
+  if (same_device(*dest, ep->address)) {  // FI_LOCAL_COMM: done here, complete at once
+    auto it = g_rdm_endpoints.find({device, dest->ep_id});
+    if (it == g_rdm_endpoints.end()) {
+      report_rma(ep->cqs.tx, q.context, q.write, q.report, Status::RemoteInvalid, FI_ECONNREFUSED);
+      return 0;
+    }
+    const Status status = local_rma(device, q);
+    report_rma(ep->cqs.tx, q.context, q.write, q.report, status);
+    if (status == Status::Success && q.has_data)
+      report_remote_write(it->second->cqs.rx, q.data, source_of(peer_of(it->second, ep->address)));
+    return 0;
+  }
+  if (ep->queued_sends >= kQueueSize) {
+    host->progress();
+    return -FI_EAGAIN;
+  }
+  RmaOp* op = nullptr;
+  if (int r = make_rma(device, ep, ep->cqs.tx, q, &op)) {
+    if (r == -FI_EAGAIN) host->progress();
+    return r;
+  }
+  Peer* p = peer_of(ep, *dest);
+  OutgoingMessage o;
+  o.rma = op;
+  o.slot.application = true;
+  ++ep->queued_sends;
+  p->queued.push_back(std::move(o));
+  flush(p);
+  return 0;
+}
+
+ssize_t rdm_rma(struct fid_ep* fid, const RmaRequest& q, fi_addr_t dest) {
+  return guarded(FI_LOG_EP_DATA, q.write ? "fi_write" : "fi_read",
+                 [&] { return static_cast<int>(post_rma_request(ep_of(fid), q, dest)); });
+}
+bool rma_report(struct fid_ep* fid) { return tx_report(ep_of(fid)); }
+bool rma_selective(struct fid_ep* fid) { return ep_of(fid)->cqs.tx_selective; }
+using RdmRma = RmaCalls<rdm_rma, rma_report, rma_selective>;
+
 // fi_ops_msg
 
 ssize_t rdm_recv(struct fid_ep* fid, void* buf, size_t len, void*, fi_addr_t src, void* context) {
@@ -838,6 +915,7 @@ int rdm_close(struct fid* fid) {
       Device* device = ep->domain->device;
       // Outstanding work is discarded with the endpoint: its channels are aborted, the buffers it
       // lent to rendezvous are no longer the engine's.
+      forget_rma(ep);  // also the operations still queued for a peer
       for (auto& [key, peer] : ep->peers)
         for (Channel* c : peer->channels) release_channel(c);
       for (auto& [id, s] : ep->rendezvous_sends) device->dereg_mr(s.mr.lkey);
@@ -971,8 +1049,8 @@ int open_rdm_endpoint(struct fid_domain* domain_fid, struct fi_info* info, struc
     ep->fid.cm = &g_rdm_cm_ops;
     ep->fid.msg = &g_rdm_msg_ops;
     ep->fid.tagged = &g_rdm_tagged_ops;
-    ep->fid.rma = &g_no_rma_ops;  // RMA: M3
-    ep->fid.atomic = nullptr;     // no FI_ATOMIC anywhere (DESIGN.md 5.8 G7)
+    ep->fid.rma = &RdmRma::ops;
+    ep->fid.atomic = nullptr;  // no FI_ATOMIC anywhere (DESIGN.md 5.8 G7)
     ep->fid.collective = nullptr;
     domain->dependents.fetch_add(1);
     *out = &ep->fid;

@@ -63,9 +63,31 @@ TEST(HintRefusals, RmaWithoutProviderKeys) {
   expect_refused(h, FI_VERSION(1, 4));
 }
 
-TEST(HintRefusals, RmaEvent) {
+TEST(HintRefusals, RmaEvent) {  // no target-side events of the engine (DESIGN.md 5.8 G9)
   InfoPtr h = base_hints();
   h->caps |= FI_RMA | FI_RMA_EVENT;
+  expect_refused(h);
+  h->ep_attr->type = FI_EP_MSG;
+  expect_refused(h);
+}
+
+TEST(HintRefusals, MsgEntriesOfferRma) {  // M3: RMA on MSG endpoints too; atomics nowhere
+  InfoPtr h = base_hints();
+  h->ep_attr->type = FI_EP_MSG;
+  h->caps = FI_MSG | FI_RMA | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE;
+  InfoPtr info;
+  ASSERT_EQ(getinfo(kApi, h.get(), &info), 0);
+  EXPECT_EQ(info->ep_attr->type, FI_EP_MSG);
+  EXPECT_EQ(info->caps & h->caps, h->caps);
+  EXPECT_NE(info->domain_attr->mr_mode & FI_MR_PROV_KEY, 0);
+  EXPECT_EQ(info->domain_attr->cq_data_size, 4u);
+  EXPECT_EQ(info->domain_attr->mr_key_size, 4u);
+  // Offset mode: keys carry the region's iova window as well (impl/fi/mr.cpp).
+  h->domain_attr->mr_mode = FI_MR_ALLOCATED | FI_MR_PROV_KEY;
+  ASSERT_EQ(getinfo(kApi, h.get(), &info), 0);
+  EXPECT_EQ(info->domain_attr->mr_mode & FI_MR_VIRT_ADDR, 0);
+  EXPECT_EQ(info->domain_attr->mr_key_size, 8u);
+  h->caps |= FI_ATOMIC;
   expect_refused(h);
 }
 
@@ -210,10 +232,12 @@ TEST(HintRefusals, NoHintsGiveEveryDomainAndType) {
   for (const fi_info* i = info.get(); i != nullptr; i = i->next) {
     if (!is_mroce(i)) continue;
     ++mroce_entries;
-    // No hints: the application takes provider keys, so RDM entries offer RMA; MSG endpoints move
-    // messages only (M2).
-    if (i->ep_attr->type == FI_EP_RDM) { EXPECT_NE(i->caps & FI_RMA, 0u); }
-    if (i->ep_attr->type == FI_EP_MSG) { EXPECT_EQ(i->caps & (FI_RMA | FI_TAGGED), 0u); }
+    // No hints: the application takes provider keys, so both entry types offer RMA (M3); MSG
+    // endpoints have no tagged messages.
+    const uint64_t rma = FI_RMA | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE;
+    EXPECT_EQ(i->caps & rma, rma);
+    EXPECT_EQ(i->caps & (FI_RMA_EVENT | FI_ATOMIC), 0u);
+    if (i->ep_attr->type == FI_EP_MSG) { EXPECT_EQ(i->caps & FI_TAGGED, 0u); }
     EXPECT_NE(i->domain_attr->mr_mode & FI_MR_PROV_KEY, 0);
   }
   EXPECT_EQ(mroce_entries, 4);  // MSG and RDM on memloop:0 and memloop:1

@@ -249,13 +249,13 @@ TEST(MsgConnectAccept, BadCallsGetTypedErrors) {
   EXPECT_EQ(fi_send(p.client.ep, buf, sizeof buf, nullptr, 0, nullptr), -FI_ENOTCONN);  // not connected yet
   EXPECT_EQ(fi_shutdown(p.client.ep, 0), -FI_ENOTCONN);
   EXPECT_EQ(fi_accept(p.client.ep, nullptr, 0), -FI_EOPBADSTATE);  // no connection request behind it
-  // An endpoint not enabled cannot connect; MSG endpoints have no tagged or RMA calls here.
+  // An endpoint not enabled cannot connect, nor move data by RMA; MSG endpoints have no tagged calls.
   fid_ep* raw = nullptr;
   ASSERT_EQ(fi_endpoint(p.client.domain, p.client.info.get(), &raw, nullptr), 0);
   EXPECT_EQ(fi_connect(raw, name.data(), nullptr, 0), -FI_EOPBADSTATE);
   EXPECT_EQ(fi_enable(raw), -FI_ENOEQ);
   EXPECT_EQ(fi_tsend(raw, buf, sizeof buf, nullptr, 0, 1, nullptr), -FI_ENOSYS);
-  EXPECT_EQ(fi_write(raw, buf, sizeof buf, nullptr, 0, 0, 0, nullptr), -FI_ENOSYS);
+  EXPECT_EQ(fi_write(raw, buf, sizeof buf, nullptr, 0, 0, 0, nullptr), -FI_ENOTCONN);
   EXPECT_EQ(fi_close(&raw->fid), 0);
   // Queues refuse to close while an endpoint uses them.
   EXPECT_EQ(fi_close(&p.client.cq->fid), -FI_EBUSY);

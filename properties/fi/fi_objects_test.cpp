@@ -106,11 +106,11 @@ TEST(ObjectsLifecycle, NotImplementedYetSaysSo) {
   Opened o;
   ASSERT_NE(o.domain, nullptr);
   fid_ep* ep = nullptr;
-  // RDM endpoints exist (M4); they need an AV, and RMA on them is M3.
+  // RDM endpoints exist (M4); they need an AV, and RMA (M3) an enabled endpoint.
   ASSERT_EQ(fi_endpoint(o.domain, o.info.get(), &ep, nullptr), 0);
   EXPECT_EQ(fi_enable(ep), -FI_ENOAV);
   char buf[8] = {};
-  EXPECT_EQ(fi_write(ep, buf, sizeof buf, nullptr, 0, 0, 0, nullptr), -FI_ENOSYS);
+  EXPECT_EQ(fi_write(ep, buf, sizeof buf, nullptr, 0, 0, 0, nullptr), -FI_EOPBADSTATE);
   EXPECT_EQ(fi_close(&ep->fid), 0);
   fid_ep* sep = nullptr;
   EXPECT_EQ(fi_scalable_ep(o.domain, o.info.get(), &sep, nullptr), -FI_ENOSYS);

@@ -5,9 +5,11 @@
 #include <rdma/fi_domain.h>
 #include <rdma/fi_errno.h>
 
+#include <cstdint>
 #include <cstring>
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace mroce::fi_test {
 
@@ -41,6 +43,19 @@ inline InfoPtr rdm_info(const char* domain = "memloop:0") {
   InfoPtr info;
   getinfo(FI_VERSION(1, 17), hints.get(), &info);
   return info;
+}
+
+// Reproducible pseudo-random bytes (xorshift), different per seed.
+inline std::vector<uint8_t> pattern(size_t len, uint32_t seed) {
+  std::vector<uint8_t> v(len);
+  uint32_t x = seed * 2654435761u + 1;
+  for (auto& b : v) {
+    x ^= x << 13;
+    x ^= x >> 17;
+    x ^= x << 5;
+    b = static_cast<uint8_t>(x);
+  }
+  return v;
 }
 
 // Open MPI 4.1.4, mtl ofi (DESIGN.md 3.1), as captured.
