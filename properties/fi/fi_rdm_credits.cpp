@@ -217,8 +217,7 @@ int receiver(const std::string& dir) {
     if (rc != -FI_EAGAIN) die("fi_send fin", rc);
     read_one(f, e);
   }
-  while (!read_one(f, e)) {
-  }
+  while (!read_one(f, e)) {}
   if (e.op_context != &fin_ctx) die("fin completion", 0);
   std::printf("receiver: %d messages in order, byte-exact, once; nothing after\n", kMessages);
   close_fabric(f);
