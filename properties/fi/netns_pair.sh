@@ -1,9 +1,12 @@
 # Sourced by the fi two-process scripts (pingpong_msg.sh, mpi/mpi_smoke.sh).
 
 # fi_trap_cleanup MODE DIR: on any exit, stop the background jobs, remove the namespaces (MODE
-# netns) and DIR.
+# netns) and DIR. A TERM or INT (ctest's timeout) becomes an exit: bash skips the EXIT trap when a
+# signal kills it.
 fi_trap_cleanup() {
   trap "kill \$(jobs -p) 2>/dev/null; wait 2>/dev/null; [ '$1' = netns ] && netns_down; rm -rf '$2'" EXIT
+  trap 'exit 143' TERM
+  trap 'exit 130' INT
 }
 
 # fi_netns_up PREFIX LOSS: namespaces PREFIX-a and PREFIX-b joined by one veth plane at MTU 1500
