@@ -1,43 +1,32 @@
 #!/usr/bin/env bash
-# fi.PingpongMsgMemif / fi.PingpongMsgNetns / fi.PingpongMsgNetnsLoss1pct: Debian's fi_pingpong
-# (libfabric 1.17) over mroce MSG endpoints between two processes, both ends checked:
+# fi.Pingpong{Msg,Rdm}{Memif,Netns,NetnsLoss1pct}: Debian's fi_pingpong (libfabric 1.17) over mroce
+# MSG or RDM endpoints between two processes, both ends checked:
 #   memif                both processes on this host, joined by a memif socket (no root)
 #   netns LOSS           one process in each of two network namespaces, af_packet on veths through a
 #                        bridge in a third (ci/netns/lib.sh), LOSS/10000 of the frames of each
 #                        direction dropped there; needs root (exit 77 otherwise)
-# Two runs each: default sizes with -I 100, and -S all (up to the provider's max_msg_size) with -I 10;
-# -c makes fi_pingpong verify every payload. Each run must exit 0 on both ends, and both must print
-# the size table with exactly the expected sizes, every row with #sent = #ack = iterations.
-#   pingpong_msg.sh memif|netns [LOSS]      (env: FI_PROVIDER_PATH, FI_PROVIDER)
+# Two runs per message mode: default sizes with -I 100, and -S all (up to the provider's max_msg_size,
+# at most fi_pingpong's 6 MiB) with -I 10; MSG endpoints run -m msg, RDM endpoints -m msg and
+# -m tagged. -c makes fi_pingpong verify every payload. Each run must exit 0 on both ends, and both
+# must print the size table with exactly the expected sizes, every row with #sent = #ack = iterations.
+#   pingpong_msg.sh memif|netns [LOSS [msg|rdm]]      (env: FI_PROVIDER_PATH, FI_PROVIDER)
 set -uo pipefail
 mode=${1:?memif|netns}
 loss=${2:-0}
+ep=${3:-msg}
+case "$ep" in msg) modes=(msg) ;; rdm) modes=(msg tagged) ;; *) echo "endpoint type msg|rdm" >&2; exit 2 ;; esac
 here=$(cd "$(dirname "$0")" && pwd)
 dir=$(mktemp -d)
 port=$((20000 + $$ % 20000))  # fi_pingpong's TCP control port (two tests may run at once)
 
-cleanup() {
-  kill $(jobs -p) 2>/dev/null
-  wait 2>/dev/null
-  [ "$mode" = netns ] && netns_down
-  rm -rf "$dir"
-}
-trap cleanup EXIT
+. "$here/netns_pair.sh"
+fi_trap_cleanup "$mode" "$dir"
 
 if [ "$mode" = netns ]; then
-  export MROCE_NETNS_PREFIX="fipp$$"
-  . "$here/../../ci/netns/lib.sh"
-  netns_need_root || exit 77
-  # One plane at MTU 1500 (the provider derives its max_payload from it); the namespaces' stacks
-  # ignore mroce's UDP (no ICMP answers to it); loss in the switch namespace, both directions.
-  netns_up 1 1500 || exit 1
-  for side in a b; do
-    netns_stack_off "$side" 0 || exit 1
-    netns_loss "$side" "$loss" || exit 1
-  done
+  fi_netns_up "fipp$$" "$loss"
 fi
 
-max_msg=$(FI_MROCE_PORT=memloop fi_info -v -p mroce -t FI_EP_MSG | awk '/max_msg_size:/ {print $2; exit}')
+max_msg=$(FI_MROCE_PORT=memloop fi_info -v -p mroce -t "FI_EP_${ep^^}" | awk '/max_msg_size:/ {print $2; exit}')
 
 # size_label N: fi_pingpong's way of printing a size (util/shared.c size_str: 1k, 1.5k, 64k, 1m).
 size_label() {
@@ -50,7 +39,7 @@ size_label() {
 # cut at max_msg_size.
 expected_sizes() {
   local n
-  if [ "$1" = default ]; then
+  if [ "${1%-*}" = default ]; then
     for n in 64 256 1024 4096 65536 1048576; do [ "$n" -le "$max_msg" ] && size_label "$n"; done
   else
     size_label 0
@@ -84,11 +73,11 @@ listening() {
 }
 
 fail=0
-run() {  # run NAME ITERS SIZE-ARGS...
+run() {  # run NAME-MODE ITERS SIZE-ARGS...
   local name=$1 iters=$2
   shift 2
   local slog="$dir/$name.server" clog="$dir/$name.client" src dst sock
-  local common=(-p mroce -e msg -c -I "$iters" "$@")
+  local common=(-p mroce -e "$ep" -m "${name#*-}" -c -I "$iters" "$@")
   if [ "$mode" = memif ]; then
     sock="$dir/$name.sock"
     FI_MROCE_PORT="memif:server:$sock" timeout 120 fi_pingpong "${common[@]}" -B "$port" >"$slog" 2>&1 &
@@ -121,7 +110,9 @@ run() {  # run NAME ITERS SIZE-ARGS...
   cat "$clog"
 }
 
-run default 100
-run all 10 -S all
+for m in "${modes[@]}"; do
+  run "default-$m" 100
+  run "all-$m" 10 -S all
+done
 [ "$mode" = netns ] && ip netns exec "$(netns_switch)" nft list ruleset 2>/dev/null | grep -E 'counter packets' | sed 's/^ */switch: /'
 exit $fail
