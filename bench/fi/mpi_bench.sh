@@ -21,7 +21,8 @@ fi_trap_cleanup netns "$dir"
 command -v mpicc >/dev/null || { echo "no Open MPI"; exit 77; }
 mpicc -Wall -Wextra -Werror -O2 -o "$dir/mpi_bench" "$here/mpi_bench.c" || exit 1
 fi_netns_up "fibm$$" 0
-run=(timeout 3600 ip netns exec "$NS_A" mpirun --allow-run-as-root --host a,b -np 2
+# rtc_hwloc_vmhole none: see properties/fi/mpi/mpi_smoke.sh (an orted crashed in its hwloc shmem).
+run=(timeout 3600 ip netns exec "$NS_A" mpirun --allow-run-as-root --host a,b -np 2 --mca rtc_hwloc_vmhole none
   --mca plm_rsh_agent "$fi_dir/mpi/nsrsh" -x MROCE_NETNS_PREFIX --mca oob_tcp_if_include 198.18.0.0/24)
 fail=0
 for loss in "${losses[@]}"; do
