@@ -1,5 +1,7 @@
 #include "fi/addr.hpp"
 
+#include "codec/fast_codec.hpp"
+
 #include <arpa/inet.h>
 
 #include <unistd.h>
@@ -11,18 +13,6 @@
 namespace mroce::fi {
 namespace {
 
-void put_be16(uint8_t* p, uint16_t v) noexcept {
-  p[0] = static_cast<uint8_t>(v >> 8);
-  p[1] = static_cast<uint8_t>(v);
-}
-void put_be32(uint8_t* p, uint32_t v) noexcept {
-  for (int i = 0; i < 4; ++i) p[i] = static_cast<uint8_t>(v >> (24 - 8 * i));
-}
-uint16_t get_be16(const uint8_t* p) noexcept { return static_cast<uint16_t>(p[0] << 8 | p[1]); }
-uint32_t get_be32(const uint8_t* p) noexcept {
-  return uint32_t{p[0]} << 24 | uint32_t{p[1]} << 16 | uint32_t{p[2]} << 8 | uint32_t{p[3]};
-}
-
 constexpr uint8_t kFlagIpv6 = 1;
 
 }  // namespace
@@ -31,11 +21,11 @@ std::array<uint8_t, kAddrLen> encode(const EndpointAddress& a) noexcept {
   std::array<uint8_t, kAddrLen> b{};
   b[0] = kAddrVersion;
   b[1] = a.device.ipv6 ? kFlagIpv6 : 0;
-  put_be16(&b[2], a.udp_port);
-  put_be32(&b[4], a.ep_id);
+  fast::detail::wr16(&b[2], a.udp_port);
+  fast::detail::wr32(&b[4], a.ep_id);
   for (size_t i = 0; i < 6; ++i) b[8 + i] = a.device.mac[i];
   for (size_t i = 0; i < 16; ++i) b[16 + i] = a.device.ip[i];
-  put_be32(&b[32], a.device_nonce);
+  fast::detail::wr32(&b[32], a.device_nonce);
   return b;
 }
 
@@ -49,11 +39,11 @@ std::optional<EndpointAddress> decode(const void* bytes, size_t len) noexcept {
     for (size_t i = 4; i < 16; ++i)
       if (b[16 + i] != 0) return std::nullopt;  // IPv4 uses the first 4 bytes only
   }
-  a.udp_port = get_be16(&b[2]);
-  a.ep_id = get_be32(&b[4]);
+  a.udp_port = fast::detail::rd16(&b[2]);
+  a.ep_id = fast::detail::rd32(&b[4]);
   for (size_t i = 0; i < 6; ++i) a.device.mac[i] = b[8 + i];
   for (size_t i = 0; i < 16; ++i) a.device.ip[i] = b[16 + i];
-  a.device_nonce = get_be32(&b[32]);
+  a.device_nonce = fast::detail::rd32(&b[32]);
   return a;
 }
 

@@ -7,6 +7,7 @@
 #include <memory>
 #include <utility>
 
+#include "codec/fast_codec.hpp"
 #include "fi/addr.hpp"
 #include "fi/host.hpp"
 #include "fi/provider.hpp"
@@ -298,60 +299,37 @@ int dispatch_channel_events(Device& device) noexcept {
 
 // ---- the wire format ----
 
-void put_be64(uint8_t* out, uint64_t v) noexcept {
-  for (int i = 0; i < 8; ++i) out[i] = static_cast<uint8_t>(v >> (56 - 8 * i));
-}
-
-uint64_t get_be64(const uint8_t* in) noexcept {
-  uint64_t v = 0;
-  for (int i = 0; i < 8; ++i) v = v << 8 | in[i];
-  return v;
-}
-
-namespace {
-
-void put_be32(uint8_t* out, uint32_t v) noexcept {
-  for (int i = 0; i < 4; ++i) out[i] = static_cast<uint8_t>(v >> (24 - 8 * i));
-}
-
-uint32_t get_be32(const uint8_t* in) noexcept {
-  uint32_t v = 0;
-  for (int i = 0; i < 4; ++i) v = v << 8 | in[i];
-  return v;
-}
-}  // namespace
-
 void encode_header(const WireHeader& h, uint8_t* out) noexcept {
   out[0] = static_cast<uint8_t>(h.type);
   out[1] = h.flags;
-  out[2] = static_cast<uint8_t>(h.credits >> 8);
-  out[3] = static_cast<uint8_t>(h.credits);
-  put_be32(out + 4, h.dst_ep_id);
-  put_be64(out + 8, h.data);
-  put_be64(out + 16, h.tag);
+  fast::detail::wr16(out + 2, h.credits);
+  fast::detail::wr32(out + 4, h.dst_ep_id);
+  fast::detail::wr64(out + 8, h.data);
+  fast::detail::wr64(out + 16, h.tag);
 }
 
 WireHeader decode_header(const uint8_t* in) noexcept {
   WireHeader h;
   h.type = static_cast<WireType>(in[0]);
   h.flags = in[1];
-  h.credits = static_cast<uint16_t>(in[2] << 8 | in[3]);
-  h.dst_ep_id = get_be32(in + 4);
-  h.data = get_be64(in + 8);
-  h.tag = get_be64(in + 16);
+  h.credits = fast::detail::rd16(in + 2);
+  h.dst_ep_id = fast::detail::rd32(in + 4);
+  h.data = fast::detail::rd64(in + 8);
+  h.tag = fast::detail::rd64(in + 16);
   return h;
 }
 
 void encode_rendezvous(const RendezvousRequest& r, uint8_t* out) noexcept {
-  put_be64(out, r.id);
-  put_be64(out + 8, r.length);
-  put_be64(out + 16, r.iova);
-  put_be32(out + 24, r.rkey);
-  put_be32(out + 28, r.reserved);
+  fast::detail::wr64(out, r.id);
+  fast::detail::wr64(out + 8, r.length);
+  fast::detail::wr64(out + 16, r.iova);
+  fast::detail::wr32(out + 24, r.rkey);
+  fast::detail::wr32(out + 28, r.reserved);
 }
 
 RendezvousRequest decode_rendezvous(const uint8_t* in) noexcept {
-  return RendezvousRequest{get_be64(in), get_be64(in + 8), get_be64(in + 16), get_be32(in + 24), get_be32(in + 28)};
+  return RendezvousRequest{fast::detail::rd64(in), fast::detail::rd64(in + 8), fast::detail::rd64(in + 16),
+                           fast::detail::rd32(in + 24), fast::detail::rd32(in + 28)};
 }
 
 }  // namespace mroce::fi

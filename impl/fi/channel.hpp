@@ -43,8 +43,6 @@ constexpr size_t kWireHeaderLen = 24;
 constexpr size_t kSlotSize = kWireHeaderLen + kMsgMaxSize;
 void encode_header(const WireHeader& h, uint8_t* out) noexcept;
 WireHeader decode_header(const uint8_t* in) noexcept;
-void put_be64(uint8_t* out, uint64_t v) noexcept;
-uint64_t get_be64(const uint8_t* in) noexcept;
 
 // Rendezvous (RDM messages above kMsgMaxSize, DESIGN.md 5.3): the sender's buffer, readable by the
 // peer with `rkey`; the receiver reads it and answers Fin with the same id.

@@ -32,6 +32,7 @@
 #include <utility>
 #include <vector>
 
+#include "codec/fast_codec.hpp"
 #include "fi/channel.hpp"
 #include "fi/endpoint.hpp"
 #include "fi/info.hpp"
@@ -237,7 +238,7 @@ void queue_provider_message(Peer* p, WireType type, const void* payload, size_t 
 // The receiver is done with rendezvous `sender_id` (read, truncated, discarded or failed).
 void queue_fin(Peer* p, uint64_t sender_id) {
   uint8_t id[8];
-  put_be64(id, sender_id);
+  fast::detail::wr64(id, sender_id);
   queue_provider_message(p, WireType::Fin, id, sizeof id);
 }
 
@@ -349,7 +350,7 @@ void peer_on_message(void* owner, Channel& c, const WireHeader& h, const uint8_t
     }
     case WireType::Fin: {
       if (len < 8) return;
-      const uint64_t id = get_be64(payload);
+      const uint64_t id = fast::detail::rd64(payload);
       auto it = ep->rendezvous_sends.find(id);
       if (it == ep->rendezvous_sends.end()) return;
       const RendezvousSend s = it->second;
