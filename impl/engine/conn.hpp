@@ -41,7 +41,8 @@ struct Msg {
   uint64_t read_bytes = 0;
   uint32_t length = 0, rkey = 0, imm = 0, msn = 0, rsn = 0;
   uint32_t total_segments = 0, next_segment = 0, segments_acked = 0;
-  uint32_t region = kNone;  // region of the local buffer, resolved at post time
+  uint32_t region = kNone;  // [R-MEM-6] region (slot) of the local buffer's lkey, or of a response's rkey
+  uint32_t region_gen = 0;  // and that slot's generation then: a reused slot is another region
   uint32_t next = kNone;    // stream list, or the response queue
   uint32_t refs = 0;        // PSN records naming this message
   uint32_t conn = kNone;    // slot of its connection, whose share of the pool it counts in [R-SEC-11]
@@ -120,7 +121,8 @@ struct PathRx {
 struct Recv {
   uint64_t wr_id = 0, va = 0, bytes = 0;
   uint32_t length = 0, region = kNone, msg_length = 0, imm = 0, rsn = 0, next = kNone;
-  uint32_t prev = kNone;  // canceled RSNs only: their list is doubly linked (unlinked in O(1) when posted)
+  uint32_t region_gen = 0;  // [R-MEM-6] the generation of `region` (the lkey's slot) at post time
+  uint32_t prev = kNone;    // canceled RSNs only: their list is doubly linked (unlinked in O(1) when posted)
   Status status = Status::Success;
   bool seen = false, is_wimm = false, done = false;
 };

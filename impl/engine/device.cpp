@@ -27,6 +27,8 @@ const char* status_name(Status s) noexcept {
       return "Flushed";
     case Status::Canceled:
       return "Canceled";
+    case Status::LocalProtection:
+      return "LocalProtection";
   }
   return "UNKNOWN";
 }

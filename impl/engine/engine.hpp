@@ -252,7 +252,9 @@ class Engine {
 
   // ---- read responder (read_responder.cpp) ----
   uint32_t reserve_response(Conn& c) noexcept;
-  void queue_response(Conn& c, uint32_t job, const View& v, uint32_t region) noexcept;
+  void queue_response(Conn& c, uint32_t job, const View& v, const Region& region) noexcept;
+  uint32_t outstanding_read(Conn& c, uint16_t stream, uint32_t msn, uint32_t length) noexcept;
+  void read_delivered(Msg& rd) noexcept;
   uint32_t next_response(Conn& c) noexcept;
   void response_segment_taken(Conn& c, uint32_t job) noexcept;
   void drop_responses(Conn& c) noexcept;

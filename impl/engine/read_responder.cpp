@@ -15,14 +15,15 @@ uint32_t Engine::reserve_response(Conn& c) noexcept {
 }
 
 // [R-PLC-4]: answer as one more stream, in acceptance order.
-void Engine::queue_response(Conn& c, uint32_t job, const View& v, uint32_t region) noexcept {
+void Engine::queue_response(Conn& c, uint32_t job, const View& v, const Region& region) noexcept {
   Msg& m = msgs_[job];
   m.flags = kResponse;
   m.stream = v.stream_id();
   m.msn = v.msn();
   m.local_va = v.remote_va();
   m.length = v.msg_length();
-  m.region = region;
+  m.region = regions_.slot(region);  // [R-MEM-6]: the bytes come from the region the rkey named
+  m.region_gen = region.generation;
   m.total_segments = segment_count(m.length, c.max_payload);
   append_msg(c.send.responses_head, c.send.responses_tail, job);
   c.send.new_data_slots.put(c.streams, true);

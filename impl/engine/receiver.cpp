@@ -33,6 +33,7 @@ Result Engine::post_recv(uint32_t conn, uint16_t stream, uint64_t wr_id, const S
     r.va = buf.addr;
     r.length = buf.length;
     r.region = regions_.slot(*lr);
+    r.region_gen = lr->generation;
     r.rsn = rs.next_post_rsn++;  // [R-MATCH-1]
     r.next = kNone;
     if (canceled) {
@@ -245,12 +246,40 @@ namespace {
 struct Verdict {
   uint8_t nak = 0;                 // fast::NakCode, 0 = accepted
   const Region* region = nullptr;  // WRITE / WRITE_IMM / READ_REQ target
-  uint32_t region_index = kNone;
-  Recv* recv = nullptr;   // SEND / WRITE_IMM
-  uint32_t read = kNone;  // READ_RESP
+  Recv* recv = nullptr;            // SEND / WRITE_IMM
+  uint32_t read = kNone;           // READ_RESP
 };
 
 }  // namespace
+
+// [R-PLC-5] the outstanding Read of (stream, msn) if it has this length, or kNone.
+uint32_t Engine::outstanding_read(Conn& c, uint16_t stream, uint32_t msn, uint32_t length) noexcept {
+  SendStream& ss = c.send_streams[stream];
+  auto is_it = [&](uint32_t mi) {
+    const Msg& m = msgs_[mi];
+    return m.msn == msn && m.op == WcOpcode::Read && !m.done();
+  };
+  uint32_t found = kNone;
+  if (ss.read_hint != kNone && is_it(ss.read_hint)) {
+    found = ss.read_hint;
+  } else {
+    for (uint32_t mi = ss.head; mi != kNone; mi = msgs_[mi].next)
+      if (is_it(mi)) {
+        found = mi;
+        break;
+      }
+  }
+  if (found == kNone || msgs_[found].length != length) return kNone;
+  ss.read_hint = found;
+  return found;
+}
+
+// [R-REL-10] every byte of a Read's response is accounted for: it completes, with the error one of
+// them met (LocalProtection, RemoteAccess, [R-MEM-6]) if any.
+void Engine::read_delivered(Msg& rd) noexcept {
+  rd.flags |= kDelivered;
+  if (rd.status != Status::Success) rd.flags |= kFailed;
+}
 
 void Engine::on_data(Conn& c, uint16_t p, const View& v) noexcept {
   PathRx& r = c.rx[p];
@@ -281,6 +310,18 @@ void Engine::on_data(Conn& c, uint16_t p, const View& v) noexcept {
     path_changed(c, p);
     return;
   }
+  if (is_void && op == fast::Opcode::ReadResp && stream < c.streams) {
+    // [R-MEM-6] the responder's region was deregistered: the segment counts toward its Read, which
+    // fails with RemoteAccess once every segment is accounted for (nothing lands in it after that).
+    const uint32_t length = v.msg_length(), offset = v.msg_offset();
+    const uint32_t mi = outstanding_read(c, stream, v.msn(), length);
+    if (mi != kNone && offset < std::max<uint32_t>(length, 1) && offset % c.max_payload == 0) {
+      Msg& rd = msgs_[mi];
+      if (rd.status == Status::Success) rd.status = Status::RemoteAccess;
+      rd.read_bytes += std::min<uint32_t>(c.max_payload, length - offset);
+      if (rd.read_bytes == rd.length) read_delivered(rd);
+    }
+  }
   if (!is_void) {
     // ---- content checks, in the order of [R-SEC-9]; the first failing one decides ----
     Verdict vd;
@@ -289,28 +330,11 @@ void Engine::on_data(Conn& c, uint16_t p, const View& v) noexcept {
     if (stream >= c.streams || plen > c.max_payload) {
       vd.nak = uint8_t(fast::NakCode::InvalidRequest);
     } else if (op == fast::Opcode::ReadResp) {  // [R-PLC-5]: names an outstanding Read of this length
-      SendStream& ss = c.send_streams[stream];
-      const uint32_t msn = v.msn();
-      uint32_t found = kNone;
-      auto is_it = [&](uint32_t mi) {
-        const Msg& m = msgs_[mi];
-        return m.msn == msn && m.op == WcOpcode::Read && !m.done();
-      };
-      if (ss.read_hint != kNone && is_it(ss.read_hint)) {
-        found = ss.read_hint;
-      } else {
-        for (uint32_t mi = ss.head; mi != kNone; mi = msgs_[mi].next)
-          if (is_it(mi)) {
-            found = mi;
-            break;
-          }
-      }
-      if (found == kNone || msgs_[found].length != v.msg_length()) {
+      const uint32_t found = outstanding_read(c, stream, v.msn(), v.msg_length());
+      if (found == kNone)
         vd.nak = uint8_t(fast::NakCode::InvalidRequest);
-      } else {
-        ss.read_hint = found;
+      else
         vd.read = found;
-      }
     } else {
       if (consumes_recv) {
         bool completed_ok = false;
@@ -321,8 +345,10 @@ void Engine::on_data(Conn& c, uint16_t p, const View& v) noexcept {
           const bool wimm = op == fast::Opcode::WriteImm;
           const bool inconsistent = rv->seen && (rv->msg_length != v.msg_length() || rv->is_wimm != wimm ||
                                                  (rv->is_wimm && rv->imm != v.immediate()));
-          // [R-SEC-9] (1): its message already completed, or was abandoned and canceled
-          const bool finished = rv->done && (rv->status == Status::Success || rv->status == Status::Canceled);
+          // [R-SEC-9] (1): its message already completed (placed, or not placed [R-MEM-6]), or was
+          // abandoned and canceled
+          const bool finished = rv->done && (rv->status == Status::Success || rv->status == Status::Canceled ||
+                                             rv->status == Status::LocalProtection);
           if (finished || inconsistent)
             vd.nak = uint8_t(fast::NakCode::InvalidRequest);
           else
@@ -338,7 +364,6 @@ void Engine::on_data(Conn& c, uint16_t p, const View& v) noexcept {
           ++counters_.remote_access_naks;
         } else {
           vd.region = reg;
-          vd.region_index = regions_.slot(*reg);
         }
       }
       // (3) RNR [R-PLC-7]; a READ_REQ beyond the connection's share of work requests [R-SEC-11]
@@ -367,41 +392,46 @@ void Engine::on_data(Conn& c, uint16_t p, const View& v) noexcept {
     // A READ_REQ needs a response job; without one it is left unreceived (the requester resends it).
     uint32_t job = kNone;
     if (op == fast::Opcode::ReadReq && (job = reserve_response(c)) == kNone) return;
-    // [R-PLC-1] place at once (the one copy, frame to registered memory), then mark received.
-    auto place = [&](const Region* reg, uint64_t va) {
-      if (reg && plen) place_bytes(reg->host + (va - reg->iova), v.payload(), plen);
+    // [R-PLC-1] place at once (the one copy, frame to registered memory), then mark received. A
+    // local buffer whose region was deregistered since its post takes nothing, and its work request
+    // fails with LocalProtection [R-MEM-6].
+    Status target_ok = Status::Success;  // a remote target was checked just now [R-MEM-3]
+    auto place = [&](const Region* reg, uint64_t va, Status& status) {
+      if (reg && plen)
+        place_bytes(reg->host + (va - reg->iova), v.payload(), plen);
+      else if (plen && status == Status::Success)
+        status = Status::LocalProtection;
       counters_.placed_bytes += plen;
     };
     switch (op) {
       case fast::Opcode::Write:  // [R-PLC-2]
-        place(vd.region, v.remote_va() + v.msg_offset());
+        place(vd.region, v.remote_va() + v.msg_offset(), target_ok);
         break;
       case fast::Opcode::WriteImm:
       case fast::Opcode::Send: {
         Recv& rv = *vd.recv;
         if (op == fast::Opcode::WriteImm)
-          place(vd.region, v.remote_va() + v.msg_offset());  // [R-PLC-2]
+          place(vd.region, v.remote_va() + v.msg_offset(), target_ok);  // [R-PLC-2]
         else
-          place(plen ? regions_.local(rv.region, rv.va, rv.length) : nullptr, rv.va + v.msg_offset());  // [R-PLC-3]
+          place(plen ? regions_.held(rv.region, rv.region_gen, rv.va, rv.length) : nullptr, rv.va + v.msg_offset(),
+                rv.status);  // [R-PLC-3], [R-MEM-6]
         rv.seen = true;
         rv.msg_length = v.msg_length();
         rv.is_wimm = op == fast::Opcode::WriteImm;
         rv.imm = op == fast::Opcode::WriteImm ? v.immediate() : 0;
-        rv.bytes += plen;  // [R-PLC-6]: each segment counted once
-        if (rv.bytes == rv.msg_length && !rv.done) {
-          rv.done = true;
-          rv.status = Status::Success;
-        }
+        rv.bytes += plen;                                           // [R-PLC-6]: each segment counted once
+        if (rv.bytes == rv.msg_length && !rv.done) rv.done = true;  // Success, or LocalProtection
         break;
       }
       case fast::Opcode::ReadReq:  // [R-PLC-4]
-        queue_response(c, job, v, vd.region_index);
+        queue_response(c, job, v, *vd.region);
         break;
       case fast::Opcode::ReadResp: {  // [R-PLC-5]
         Msg& rd = msgs_[vd.read];
-        place(plen ? regions_.local(rd.region, rd.local_va, rd.length) : nullptr, rd.local_va + v.msg_offset());
+        place(plen ? regions_.held(rd.region, rd.region_gen, rd.local_va, rd.length) : nullptr,
+              rd.local_va + v.msg_offset(), rd.status);  // [R-MEM-6]
         rd.read_bytes += plen;
-        if (rd.read_bytes == rd.length) rd.flags |= kDelivered;  // [R-REL-10]
+        if (rd.read_bytes == rd.length) read_delivered(rd);  // [R-REL-10]
         break;
       }
       default:
@@ -413,6 +443,7 @@ void Engine::on_data(Conn& c, uint16_t p, const View& v) noexcept {
   r.ts_echo = v.timestamp();                   // [R-ACK-7]
   if (ce) ++r.ce_count;                        // [R-ACK-6]
   fair_.on_data(c, is_void ? 0 : plen, now_);  // [R-FS-2], [R-FS-3]
+  if (is_void && op == fast::Opcode::ReadResp && stream < c.streams) complete_sends(c, stream);
   if (!is_void && op != fast::Opcode::Write && op != fast::Opcode::ReadReq) {
     if (op == fast::Opcode::ReadResp)
       complete_sends(c, stream);

@@ -42,8 +42,6 @@ Result RegionTable::reg(void* addr, uint64_t length, uint32_t access, uint64_t i
                  .generation = generation,
                  .pd = pd,
                  .valid = true};
-  for (const Region& o : regions_)
-    if (o.valid && length && o.length && r.iova < o.iova + o.length && o.iova < r.iova + length) any_overlap_ = true;
   regions_[i] = r;
   *out = MemoryRegion{r.lkey, r.rkey, r.iova, r.length};
   return Result::Ok;
@@ -54,7 +52,6 @@ Result RegionTable::dereg(uint32_t lkey) {
   if (!named(i, lkey, false)) return Result::UnknownKey;
   regions_[i].valid = false;  // [R-MEM-2]; its keys no longer match once the slot is reused
   free_slots_.push_back(i);
-  recompute_overlap();
   return Result::Ok;
 }
 
@@ -62,16 +59,6 @@ bool RegionTable::pd_in_use(uint32_t pd) const noexcept {
   for (const Region& r : regions_)
     if (r.valid && r.pd == pd) return true;
   return false;
-}
-
-void RegionTable::recompute_overlap() {
-  std::vector<std::pair<uint64_t, uint64_t>> iv;
-  for (const Region& r : regions_)
-    if (r.valid && r.length) iv.emplace_back(r.iova, r.iova + r.length);
-  std::sort(iv.begin(), iv.end());
-  any_overlap_ = false;
-  for (size_t i = 1; i < iv.size(); ++i)
-    if (iv[i].first < iv[i - 1].second) any_overlap_ = true;
 }
 
 }  // namespace mroce::engine

@@ -24,7 +24,7 @@ struct Region {
   uint8_t* host = nullptr;
   uint64_t iova = 0;
   uint64_t length = 0;
-  uint64_t order = 0;  // registration order: "the first region containing" an address is the oldest
+  uint64_t order = 0;  // registration order: resolve() answers with the oldest region holding an address
   uint32_t access = 0;
   uint32_t lkey = 0, rkey = 0;
   uint32_t generation = 0;  // of its slot: bumped on every reuse
@@ -66,16 +66,17 @@ class RegionTable {
       return nullptr;
     return r;
   }
-  // The model looks a local buffer up as "the first valid region containing it". While no two valid
-  // regions overlap, that is the region resolved at post time (`slot`) if it is still valid, in O(1).
-  const Region* local(uint32_t slot, uint64_t va, uint64_t len) const noexcept {
-    if (slot != core::kNone && !any_overlap_ && len > 0) {
-      const Region& r = regions_[slot];
-      if (r.valid && r.contains(va, len)) return &r;
-    }
-    return containing(va, len);
+  // [R-MEM-6] The region a buffer's key named when it was checked (its slot and that slot's
+  // generation), if it is still registered and holds [va, va + len): a buffer's bytes are read and
+  // written there, never in a region found by address (regions may overlap: two registrations of the
+  // same memory, or offset-mode regions at the same iova over different memory).
+  const Region* held(uint32_t slot, uint32_t generation, uint64_t va, uint64_t len) const noexcept {
+    if (slot >= regions_.size()) return nullptr;
+    const Region& r = regions_[slot];
+    return r.valid && r.generation == generation && r.contains(va, len) ? &r : nullptr;
   }
-  // Host address of [iova, iova + len) in some valid region, or nullptr.
+  // Host address of [iova, iova + len) in the oldest valid region holding it, or nullptr: the
+  // application's view of its memory (Device::resolve), never the protocol's.
   uint8_t* resolve(uint64_t iova, uint64_t len) const noexcept {
     const Region* r = containing(iova, len);
     return r ? r->host + (iova - r->iova) : nullptr;
@@ -116,7 +117,6 @@ class RegionTable {
       if (r.valid && r.contains(va, len) && (!first || r.order < first->order)) first = &r;
     return first;
   }
-  void recompute_overlap();
 
   struct Inverse {
     uint32_t key = 0, slot = 0;
@@ -129,7 +129,6 @@ class RegionTable {
   uint32_t max_regions_ = 0;
   uint32_t slot_bits_ = 0, slot_mask_ = 0;
   uint64_t registrations_ = 0;
-  bool any_overlap_ = false;  // two valid regions overlap: resolve local buffers by search
 };
 
 }  // namespace mroce::engine

@@ -308,18 +308,21 @@ void Engine::send_record(Conn& c, uint16_t p, uint32_t j, bool retransmission) n
   const uint32_t len = seg_len(m, o.seg, c.max_payload);
   uint16_t flags = retransmission ? fast::kFlagRetx : 0;  // [R-HDR-3]
   const uint8_t* src = nullptr;
+  bool source_gone = false;
   if (o.is_void) {
     flags |= fast::kFlagVoid;  // [R-REL-9]: same PSN, payload 0
     ++counters_.voids_sent;
   } else if (!read_req && len > 0) {
-    const Region* r = regions_.local(m.region, m.local_va + offset, len);
+    const Region* r = regions_.held(m.region, m.region_gen, m.local_va + offset, len);  // [R-MEM-6]
     if (r) {
       src = r->host + (m.local_va + offset - r->iova);
     } else {
-      // The source was deregistered under us: the data cannot be sent any more.
+      // [R-MEM-6] the source was deregistered under us: the data cannot be sent any more. The
+      // segment goes VOID, and a work request fails (its other PSNs go VOID too) once it is out.
       flags |= fast::kFlagVoid;
       o.is_void = 1;
       ++counters_.voids_sent;
+      source_gone = true;
     }
   }
   uint8_t* bth;
@@ -367,6 +370,7 @@ void Engine::send_record(Conn& c, uint16_t p, uint32_t j, bool retransmission) n
   } else {
     ++counters_.data_sent;
   }
+  if (source_gone && !(m.flags & kResponse)) fail_work_request(c, o.msg, Status::LocalProtection);
 }
 
 void Engine::advance_cursor(Conn& c, uint16_t stream) noexcept {
@@ -531,6 +535,7 @@ Result Engine::post(WcOpcode op, uint32_t conn, uint16_t stream, uint64_t wr_id,
     m.rkey = rkey;
     m.imm = imm;
     m.region = regions_.slot(*lr);
+    m.region_gen = lr->generation;
     if (has_imm) m.flags |= kHasImm;
     m.msn = st.next_msn++;                                                        // [R-HDR-10]
     if (op == WcOpcode::Send || op == WcOpcode::WriteImm) m.rsn = st.next_rsn++;  // [R-HDR-17]

@@ -212,6 +212,7 @@ int fi_errno_of(Status s) {  // DESIGN.md 5.6, positive as in fi_cq_err_entry.er
     case Status::RemoteLength:
       return FI_ETRUNC;
     case Status::RemoteAccess:
+    case Status::LocalProtection:
       return FI_EACCES;
     case Status::RnrRetryExceeded:
       return FI_ENORX;

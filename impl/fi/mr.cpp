@@ -2,10 +2,11 @@
 // [R-MEM-1] (drawn from the device secret): the provider always chooses keys (FI_MR_PROV_KEY), and
 // the application's requested_key is ignored. fi_mr_desc is the registration itself (it holds the
 // lkey). With FI_MR_VIRT_ADDR remote addresses are virtual addresses (iova = the pointer).
-// Offset mode: iova 0 for every region would make them all overlap in the engine's iova space, where
-// a Read response takes its bytes from the first region containing the address (engine and spec
-// model alike), not from the region the rkey named; so each region gets its own 4 GiB iova window
-// (kWindowBase below), and fi_mr_key is window | rkey (mr_key_size 8). The initiator turns (offset, key) into
+// Offset mode: iova 0 for every region would make them all overlap in the engine's iova space. Each
+// region gets its own 4 GiB iova window (kWindowBase below), and fi_mr_key is window | rkey
+// (mr_key_size 8). Since A-42 ([R-MEM-6]) the engine reads and writes only the region a key names, so
+// the windows are no longer what keeps regions apart; they keep every address one region's, which
+// Device::resolve and the tests' memory checks rely on. The initiator turns (offset, key) into
 // (iova, rkey) (rma.cpp remote_target).
 #include <sys/uio.h>
 

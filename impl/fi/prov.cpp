@@ -34,7 +34,7 @@ struct fi_provider g_provider = {
 };
 
 const char* provider_strerror(int prov_errno, char* buf, size_t len) noexcept {
-  const char* text = prov_errno >= 0 && prov_errno <= static_cast<int>(Status::Canceled)
+  const char* text = prov_errno >= 0 && prov_errno <= static_cast<int>(Status::LocalProtection)
                          ? status_name(static_cast<Status>(prov_errno))
                          : "unknown mroce error";
   if (buf == nullptr || len == 0) return text;

@@ -5,10 +5,12 @@
 // and run on the model, the engine and both in lockstep.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <map>
 #include <random>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "engine/place_bytes.hpp"
 #include "engine_pair.hpp"
@@ -447,6 +449,55 @@ TEST(EngineTimers, WithoutRxTimestampsAHostStallIsNotThePeersSilence) {
   EXPECT_LE(net.now(), stall_end + timeout);
 }
 
+// [R-MEM-6]: a buffer's bytes are read and written in the region its key named, never in the
+// oldest region holding the address. B registers a second buffer at the same iova as its first
+// (offset mode: different memory, one address space per region) with LocalWrite and RemoteRead only;
+// its first region holds a secret there.
+TEST(EngineSecurity, R_MEM_6_ABuffersBytesComeFromTheRegionItsKeyNamed) {
+  EnginePair net;
+  net.setup();
+  constexpr uint32_t kLen = 4096;
+  net.fill(1, kSrc, kLen, 77);  // the secret, in B's first region
+  const std::vector<uint8_t> secret(net.at(1, kSrc), net.at(1, kSrc) + kLen);
+  std::vector<uint8_t> other(kLen, 0);
+  MemoryRegion second{};
+  ASSERT_EQ(net.dev(1).reg_mr(other.data(), kLen, access::kLocalWrite | access::kRemoteRead, &second, kSrc),
+            Result::Ok);
+  auto b_first = [&] { return std::vector<uint8_t>(net.at(1, kSrc), net.at(1, kSrc) + kLen); };
+  // A Read with the second region's rkey returns its bytes (zeros), not the secret [R-PLC-4].
+  ASSERT_EQ(net.dev(0).post_read(net.conn[0], 0, 1, Sge{kSrc, kLen, net.mr[0].lkey}, kSrc, second.rkey), Result::Ok);
+  net.run(net.now() + 5000, [&] { return done_a(net, 1); });
+  ASSERT_EQ(net.completions[0].size(), 1u);
+  EXPECT_EQ(net.completions[0][0].status, Status::Success);
+  EXPECT_EQ(std::vector<uint8_t>(net.at(0, kSrc), net.at(0, kSrc) + kLen), other)
+      << "the Read returned another region's bytes";
+  // A Send into a receive of the second region's lkey lands there, not in the first region [R-PLC-3].
+  net.fill(0, kSrc + 0x10000, kLen, 5);
+  const std::vector<uint8_t> sent(net.at(0, kSrc + 0x10000), net.at(0, kSrc + 0x10000) + kLen);
+  ASSERT_EQ(net.dev(1).post_recv(net.conn[1], 0, 2, Sge{kSrc, kLen, second.lkey}), Result::Ok);
+  ASSERT_EQ(net.dev(0).post_send(net.conn[0], 0, 3, Sge{kSrc + 0x10000, kLen, net.mr[0].lkey}), Result::Ok);
+  net.run(net.now() + 5000, [&] { return net.completions[1].size() == 1 && done_a(net, 2); });
+  ASSERT_EQ(net.completions[1].size(), 1u);
+  EXPECT_EQ(other, sent);
+  EXPECT_EQ(b_first(), secret) << "the receive wrote into another region";
+  // A Send from the second region carries its bytes, not the secret.
+  std::fill(other.begin(), other.end(), 0x5a);
+  ASSERT_EQ(net.dev(0).post_recv(net.conn[0], 0, 4, Sge{kSrc + 0x20000, kLen, net.mr[0].lkey}), Result::Ok);
+  ASSERT_EQ(net.dev(1).post_send(net.conn[1], 0, 5, Sge{kSrc, kLen, second.lkey}), Result::Ok);
+  net.run(net.now() + 5000, [&] { return done_a(net, 3); });
+  ASSERT_EQ(net.completions[0].size(), 3u);
+  EXPECT_EQ(std::vector<uint8_t>(net.at(0, kSrc + 0x20000), net.at(0, kSrc + 0x20000) + kLen), other)
+      << "the Send read another region's bytes";
+  // A Read whose sink is the second region leaves the first region alone [R-PLC-5].
+  ASSERT_EQ(net.dev(1).post_read(net.conn[1], 0, 6, Sge{kSrc, kLen, second.lkey}, kSrc + 0x10000, net.mr[0].rkey),
+            Result::Ok);
+  net.run(net.now() + 5000, [&] { return net.completions[1].size() == 3; });
+  ASSERT_EQ(net.completions[1].size(), 3u);
+  EXPECT_EQ(net.completions[1][2].status, Status::Success);
+  EXPECT_EQ(other, sent);
+  EXPECT_EQ(b_first(), secret) << "the Read placed into another region";
+}
+
 // READ responses waiting to be sent hold entries of the responder's work-request pool; an abort
 // drops them and must give those entries back, or the pool leaks until posts fail.
 TEST(EnginePools, R_CONN_7_AnAbortReturnsQueuedReadResponsesToThePool) {
@@ -662,11 +713,11 @@ TEST(EngineApi, StateResultAndStatusNamesAreDistinct) {
   EXPECT_EQ(std::string(result_name(Result::Busy)), "Busy");
   EXPECT_EQ(std::string(result_name(Result::NoResources)), "NoResources");
   names.clear();
-  for (int st = 0; st <= int(Status::Canceled); ++st) {
+  for (int st = 0; st <= int(Status::LocalProtection); ++st) {
     ASSERT_NE(status_name(Status(st)), nullptr) << st;
     names.insert(status_name(Status(st)));
   }
-  EXPECT_EQ(names.size(), size_t(Status::Canceled) + 1);
+  EXPECT_EQ(names.size(), size_t(Status::LocalProtection) + 1);
 }
 
 // The queries about a connection answer 0 (or nothing) for an ID that names none, and the negotiated

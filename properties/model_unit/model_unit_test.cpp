@@ -378,4 +378,46 @@ TEST(ModelSecurity, R_MEM_5_ARegionOfAnotherProtectionDomainIsRefused) {
 }
 
 }  // namespace
+// [R-MEM-6]: a buffer's bytes are read and written in the region its key named, never in the
+// first region holding the address. B's first region (all rights) holds a secret at 0x10000; a second
+// region over the same addresses grants LocalWrite and RemoteRead (in the model every region is its own
+// memory, as offset-mode regions at one iova over different memory are).
+TEST(ModelSecurity, R_MEM_6_ABuffersBytesComeFromTheRegionItsKeyNamed) {
+  Pair net;
+  net.setup();
+  constexpr uint32_t kLen = 4096;
+  net.fill(1, 0x10000, kLen, 77);  // the secret, in B's first region
+  const std::vector<uint8_t> secret = net.mem(1, 0x10000, kLen);
+  net.handle(1, RegisterMemory{0x10000, kLen, access::kLocalWrite | access::kRemoteRead});
+  ASSERT_EQ(net.keys[1].size(), 2u);
+  const MemoryRegistered second = net.keys[1][1];
+  // A Read with the second region's rkey returns its bytes (zeros), not the secret [R-PLC-4].
+  net.handle(0, PostRead{net.conn[0], 0, 1, 0x10000, kLen, net.keys[0][0].lkey, 0x10000, second.rkey});
+  net.run(net.now() + 5000, [&] { return net.completions[0].size() == 1; });
+  ASSERT_EQ(net.completions[0].size(), 1u);
+  EXPECT_EQ(net.completions[0][0].status, Status::Success);
+  EXPECT_EQ(net.mem(0, 0x10000, kLen), std::vector<uint8_t>(kLen, 0)) << "the Read returned another region's bytes";
+  // A Send into a receive of the second region's lkey lands there and leaves the first region alone
+  // [R-PLC-3].
+  net.fill(0, 0x20000, kLen, 5);
+  const std::vector<uint8_t> sent = net.mem(0, 0x20000, kLen);
+  net.handle(1, PostRecv{net.conn[1], 0, 2, 0x10000, kLen, second.lkey});
+  net.handle(0, PostSend{net.conn[0], 0, 3, 0x20000, kLen, net.keys[0][0].lkey});
+  net.run(net.now() + 5000, [&] { return net.completions[1].size() == 1; });
+  ASSERT_EQ(net.completions[1].size(), 1u);
+  EXPECT_EQ(net.mem(1, 0x10000, kLen), secret) << "the receive wrote into another region";
+  // A Send from the second region's lkey carries what landed there, not the secret.
+  net.handle(0, PostRecv{net.conn[0], 0, 4, 0x30000, kLen, net.keys[0][0].lkey});
+  net.handle(1, PostSend{net.conn[1], 0, 5, 0x10000, kLen, second.lkey});
+  net.run(net.now() + 5000, [&] { return net.completions[0].size() == 3; });
+  ASSERT_EQ(net.completions[0].size(), 3u);
+  EXPECT_EQ(net.mem(0, 0x30000, kLen), sent) << "the Send read another region's bytes";
+  // A Read whose sink is the second region leaves the first region alone [R-PLC-5].
+  net.handle(1, PostRead{net.conn[1], 0, 6, 0x10000, kLen, second.lkey, 0x20000, net.keys[0][0].rkey});
+  net.run(net.now() + 5000, [&] { return net.completions[1].size() == 3; });
+  ASSERT_EQ(net.completions[1].size(), 3u);
+  EXPECT_EQ(net.completions[1][2].status, Status::Success);
+  EXPECT_EQ(net.mem(1, 0x10000, kLen), secret) << "the Read placed into another region";
+}
+
 }  // namespace mroce::model::testing

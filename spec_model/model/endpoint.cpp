@@ -32,6 +32,10 @@ Region* Memory::by_lkey(uint32_t lkey) {
         if (r.valid && r.lkey == lkey) return &r;
     return nullptr;
 }
+Region* Memory::keyed(uint32_t key, bool remote, uint64_t va, uint64_t len) {
+    Region* r = remote ? by_rkey(key) : by_lkey(key);
+    return r && r->contains(va, len) ? r : nullptr;
+}
 const Region* Memory::containing(uint64_t va, uint64_t len) const {
     for (const auto& r : regions)
         if (r.valid && r.contains(va, len)) return &r;
@@ -540,6 +544,7 @@ std::vector<Action> Endpoint::handle(Time now, const Event& event) {
                        wr.wr_id = e.wr_id;
                        wr.stream = e.stream;
                        wr.local_va = e.va;
+                       wr.lkey = e.lkey;
                        wr.length = e.length;
                        post_work(*c, std::move(wr));
                    },
@@ -555,6 +560,7 @@ std::vector<Action> Endpoint::handle(Time now, const Event& event) {
                        wr.wr_id = e.wr_id;
                        wr.stream = e.stream;
                        wr.local_va = e.va;
+                       wr.lkey = e.lkey;
                        wr.length = e.length;
                        wr.remote_va = e.remote_va;
                        wr.rkey = e.rkey;
@@ -573,6 +579,7 @@ std::vector<Action> Endpoint::handle(Time now, const Event& event) {
                        wr.wr_id = e.wr_id;
                        wr.stream = e.stream;
                        wr.local_va = e.va;
+                       wr.lkey = e.lkey;
                        wr.length = e.length;
                        wr.remote_va = e.remote_va;
                        wr.rkey = e.rkey;
@@ -589,6 +596,7 @@ std::vector<Action> Endpoint::handle(Time now, const Event& event) {
                        PostedRecv r;
                        r.wr_id = e.wr_id;
                        r.va = e.va;
+                       r.lkey = e.lkey;
                        r.length = e.length;
                        const uint32_t rsn = rs.next_post_rsn++;
                        if (rs.canceled.erase(rsn)) {  // [R-REL-9]: its message was already abandoned

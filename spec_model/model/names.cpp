@@ -23,6 +23,8 @@ std::string_view status_name(Status s) {
             return "Flushed";
         case Status::Canceled:
             return "Canceled";
+        case Status::LocalProtection:
+            return "LocalProtection";
     }
     return "UNKNOWN";
 }

@@ -83,6 +83,13 @@ struct Verdict {
     WorkRequest* read = nullptr;  // READ_RESP
 };
 
+// [R-REL-10] every byte of a Read's response is accounted for: it completes, with the error one of
+// them met (LocalProtection, RemoteAccess, [R-MEM-6]) if any.
+void read_delivered(WorkRequest& rd) {
+    rd.delivered = true;
+    if (rd.status != Status::Success) rd.failed = true;
+}
+
 WorkRequest* outstanding_read(Connection& c, uint16_t stream, uint32_t msn) {
     for (auto& wr : c.sstreams[stream].wrs)
         if (wr.msn == msn && wr.op == WorkOp::Read && !wr.done()) return &wr;
@@ -110,8 +117,10 @@ Verdict check_content(EndpointState& s, Connection& c, const ref::Packet& p) {
             const bool inconsistent = r.message_seen && (r.msg_length != p.msg_length ||
                                                          r.is_write_imm != (p.opcode == ref::Opcode::WriteImm) ||
                                                          (r.is_write_imm && r.immediate != p.immediate));
-            if (r.done && (r.status == Status::Success || r.status == Status::Canceled)) {
-                // its message is already complete, or was abandoned by the sender
+            if (r.done &&
+                (r.status == Status::Success || r.status == Status::Canceled || r.status == Status::LocalProtection)) {
+                // its message is already complete (placed, or not placed [R-MEM-6]), or was abandoned
+                // by the sender
                 v.nak = ref::NakCode::InvalidRequest;
                 return v;
             }
@@ -180,6 +189,18 @@ void EndpointState::on_data(Connection& c, uint16_t path, const ref::Packet& p, 
             complete_recvs(c, p.stream_id);
         }
     }
+    if (is_void && p.opcode == ref::Opcode::ReadResp && p.stream_id < c.streams) {
+        // [R-MEM-6] the responder's region was deregistered: the segment counts toward its Read, which
+        // fails with RemoteAccess once every segment is accounted for (nothing lands in it after that).
+        WorkRequest* rd = outstanding_read(c, p.stream_id, p.msn);
+        if (rd && rd->length == p.msg_length && p.msg_offset < std::max<uint32_t>(p.msg_length, 1) &&
+            p.msg_offset % c.max_payload == 0) {
+            if (rd->status == Status::Success) rd->status = Status::RemoteAccess;
+            rd->read_bytes += std::min<uint32_t>(c.max_payload, p.msg_length - p.msg_offset);
+            rd->read_response_seen = true;
+            if (rd->read_bytes == rd->length) read_delivered(*rd);
+        }
+    }
     if (!is_void) {
         const Verdict v = check_content(*this, c, p);
         if (v.nak) {
@@ -200,33 +221,36 @@ void EndpointState::on_data(Connection& c, uint16_t path, const ref::Packet& p, 
             ++counters.naks_sent;
             return;
         }
-        // [R-PLC-1] place at once, then mark received.
-        auto place = [&](Region* region, uint64_t va) {
-            std::copy(payload.begin(), payload.end(),
-                      region->bytes.begin() + static_cast<std::ptrdiff_t>(va - region->va));
+        // [R-PLC-1] place at once, then mark received. A local buffer whose region was deregistered
+        // since its post takes nothing, and its work request fails with LocalProtection [R-MEM-6].
+        auto place = [&](Region* region, uint64_t va, Status& status) {
+            if (region)
+                std::copy(payload.begin(), payload.end(),
+                          region->bytes.begin() + static_cast<std::ptrdiff_t>(va - region->va));
+            else if (!payload.empty() && status == Status::Success)
+                status = Status::LocalProtection;
             counters.placed_bytes += payload.size();
         };
+        Status target_ok = Status::Success;  // a remote target was checked just now [R-MEM-3]
         switch (p.opcode) {
             case ref::Opcode::Write:  // [R-PLC-2]
-                place(v.region, p.remote_va + p.msg_offset);
+                place(v.region, p.remote_va + p.msg_offset, target_ok);
                 break;
             case ref::Opcode::WriteImm:
             case ref::Opcode::Send: {
                 PostedRecv& rv = *v.recv;
                 if (p.opcode == ref::Opcode::WriteImm) {
-                    place(v.region, p.remote_va + p.msg_offset);  // [R-PLC-2]
+                    place(v.region, p.remote_va + p.msg_offset, target_ok);  // [R-PLC-2]
                 } else {
-                    place(memory.containing(rv.va, rv.length), rv.va + p.msg_offset);  // [R-PLC-3]
+                    place(memory.keyed(rv.lkey, false, rv.va, rv.length), rv.va + p.msg_offset,
+                          rv.status);  // [R-PLC-3], [R-MEM-6]
                 }
                 rv.message_seen = true;
                 rv.msg_length = p.msg_length;
                 rv.is_write_imm = p.opcode == ref::Opcode::WriteImm;
                 rv.immediate = p.immediate;
-                rv.bytes += payload.size();  // [R-PLC-6]: each segment counted once
-                if (rv.bytes == rv.msg_length && !rv.done) {
-                    rv.done = true;
-                    rv.status = Status::Success;
-                }
+                rv.bytes += payload.size();                                 // [R-PLC-6]: each segment counted once
+                if (rv.bytes == rv.msg_length && !rv.done) rv.done = true;  // Success, or LocalProtection
                 break;
             }
             case ref::Opcode::ReadReq: {  // [R-PLC-4]
@@ -234,6 +258,7 @@ void EndpointState::on_data(Connection& c, uint16_t path, const ref::Packet& p, 
                 job.stream = p.stream_id;
                 job.msn = p.msn;
                 job.source_va = p.remote_va;
+                job.rkey = p.rkey;  // [R-MEM-6]
                 job.length = p.msg_length;
                 job.total_segments = p.msg_length == 0 ? 1 : (p.msg_length + c.max_payload - 1) / c.max_payload;
                 c.responses.push_back(job);
@@ -241,10 +266,11 @@ void EndpointState::on_data(Connection& c, uint16_t path, const ref::Packet& p, 
             }
             case ref::Opcode::ReadResp: {  // [R-PLC-5]
                 WorkRequest& rd = *v.read;
-                place(memory.containing(rd.local_va, rd.length), rd.local_va + p.msg_offset);
+                place(memory.keyed(rd.lkey, false, rd.local_va, rd.length), rd.local_va + p.msg_offset,
+                      rd.status);  // [R-MEM-6]
                 rd.read_bytes += payload.size();
                 rd.read_response_seen = true;
-                if (rd.read_bytes == rd.length) rd.delivered = true;  // [R-REL-10]
+                if (rd.read_bytes == rd.length) read_delivered(rd);  // [R-REL-10]
                 break;
             }
             default:
@@ -261,6 +287,7 @@ void EndpointState::on_data(Connection& c, uint16_t path, const ref::Packet& p, 
         ++r.ce_count;  // [R-ACK-6]
     }
     fs_on_data(c, is_void ? 0 : p.payload_len);  // [R-FS-2], [R-FS-3]
+    if (is_void && p.opcode == ref::Opcode::ReadResp && p.stream_id < c.streams) complete_sends(c, p.stream_id);
     if (!is_void && p.opcode != ref::Opcode::Write && p.opcode != ref::Opcode::ReadReq) {
         if (p.opcode == ref::Opcode::ReadResp) {
             complete_sends(c, p.stream_id);

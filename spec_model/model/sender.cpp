@@ -58,20 +58,24 @@ static void send_segment(EndpointState& s, Connection& c, uint16_t path, Outstan
     p.immediate = seg.immediate;
     if (retransmission) p.flags |= ref::kFlagRetx;  // [R-HDR-3], [R-REL-5]
     std::vector<uint8_t> payload;
+    bool source_gone = false;
     if (o.void_mode) {
         p.flags |= ref::kFlagVoid;  // [R-REL-9]: same PSN, payload 0
         ++s.counters.voids_sent;
     } else if (seg.op != ref::Opcode::ReadReq && seg.length > 0) {
         // The payload is read from memory at (re)send time: one copy, no staging buffer.
-        const Region* r = s.memory.containing(seg.source_va + seg.offset, seg.length);
+        // [R-MEM-6] from the region the key named, not the first region holding the address
+        const Region* r = s.memory.keyed(seg.source_key, seg.is_response, seg.source_va + seg.offset, seg.length);
         if (r) {
             const auto first = r->bytes.begin() + static_cast<std::ptrdiff_t>(seg.source_va + seg.offset - r->va);
             payload.assign(first, first + seg.length);
         } else {
-            // The source was deregistered under us: the data cannot be sent any more.
+            // [R-MEM-6] the source was deregistered under us: the data cannot be sent any more. The
+            // segment goes VOID, and a work request fails (its other PSNs go VOID too) once it is out.
             p.flags |= ref::kFlagVoid;
             o.void_mode = true;
             ++s.counters.voids_sent;
+            source_gone = true;
         }
     }
     o.state = PsnState::InFlight;
@@ -87,6 +91,11 @@ static void send_segment(EndpointState& s, Connection& c, uint16_t path, Outstan
         ++s.counters.data_sent;
     }
     s.transmit(c, p, payload);
+    if (source_gone && !seg.is_response) {
+        const uint16_t stream = seg.stream;
+        const uint32_t msn = seg.msn;
+        s.fail_work_request(c, stream, msn, Status::LocalProtection);
+    }
 }
 
 std::vector<uint16_t> EndpointState::path_candidates(const Connection& c) const {
@@ -153,6 +162,7 @@ static bool next_segment_of_slot(Connection& c, uint32_t slot, Segment& seg) {
         seg.offset = job.next_segment * c.max_payload;
         seg.length = segment_length(job.length, job.next_segment, c.max_payload);
         seg.source_va = job.source_va;
+        seg.source_key = job.rkey;
         seg.is_response = true;
         if (++job.next_segment >= job.total_segments) c.responses.pop_front();
         return true;
@@ -166,6 +176,7 @@ static bool next_segment_of_slot(Connection& c, uint32_t slot, Segment& seg) {
         seg.rsn = wr.rsn;
         seg.msg_length = wr.length;
         seg.source_va = wr.local_va;
+        seg.source_key = wr.lkey;
         seg.remote_va = wr.remote_va;
         seg.rkey = wr.rkey;
         seg.immediate = wr.immediate.value_or(0);

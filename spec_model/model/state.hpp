@@ -40,6 +40,11 @@ struct Memory {
     std::vector<Region> regions;
     Region* by_rkey(uint32_t rkey);
     Region* by_lkey(uint32_t lkey);
+    // [R-MEM-6] the valid region a key names (an lkey, or an rkey when `remote`) if it holds
+    // [va, va + len): where a buffer's bytes are read and written, never a region found by address.
+    Region* keyed(uint32_t key, bool remote, uint64_t va, uint64_t len);
+    // The first valid region holding [va, va + len): the application's own view of its memory
+    // (WriteMemory, read_memory), not the protocol's.
     const Region* containing(uint64_t va, uint64_t len) const;
     Region* containing(uint64_t va, uint64_t len);
 };
@@ -55,8 +60,9 @@ struct Segment {
     uint32_t rsn = 0;
     uint32_t msg_length = 0;
     uint32_t offset = 0;
-    uint32_t length = 0;     // payload bytes of this segment
-    uint64_t source_va = 0;  // local address of byte 0 of the message's data (Send/Write/Read response)
+    uint32_t length = 0;      // payload bytes of this segment
+    uint64_t source_va = 0;   // local address of byte 0 of the message's data (Send/Write/Read response)
+    uint32_t source_key = 0;  // its region [R-MEM-6]: the WR's lkey, or the READ_REQ's rkey (is_response)
     uint64_t remote_va = 0;
     uint32_t rkey = 0;
     uint32_t immediate = 0;
@@ -135,6 +141,7 @@ struct WorkRequest {
     uint32_t msn = 0;
     uint32_t rsn = 0;
     uint64_t local_va = 0;
+    uint32_t lkey = 0;  // the region of the local buffer [R-MEM-6]
     uint32_t length = 0;
     uint64_t remote_va = 0;
     uint32_t rkey = 0;
@@ -160,6 +167,7 @@ struct ResponseJob {  // a Read being answered [R-PLC-4]
     uint16_t stream = 0;
     uint32_t msn = 0;
     uint64_t source_va = 0;
+    uint32_t rkey = 0;  // the region the READ_REQ named: the response's bytes come from it [R-MEM-6]
     uint32_t length = 0;
     uint32_t total_segments = 0;
     uint32_t next_segment = 0;
@@ -180,6 +188,7 @@ struct PathRx {
 struct PostedRecv {
     uint64_t wr_id = 0;
     uint64_t va = 0;
+    uint32_t lkey = 0;  // the region of the buffer [R-MEM-6]
     uint32_t length = 0;
     bool message_seen = false;  // first packet of its message accepted
     uint32_t msg_length = 0;

@@ -30,6 +30,7 @@ enum class Status : uint8_t {
     ConnectionFailed,
     Flushed,
     Canceled,
+    LocalProtection,  // a local buffer's region was deregistered under its work request [R-MEM-6]
 };
 std::string_view status_name(Status s);
 

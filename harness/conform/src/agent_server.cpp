@@ -236,6 +236,7 @@ constexpr model::Status kStatuses[] = {
     model::Status::Success,          model::Status::LocalLength,  model::Status::RemoteAccess,
     model::Status::RemoteInvalid,    model::Status::RemoteLength, model::Status::RnrRetryExceeded,
     model::Status::ConnectionFailed, model::Status::Flushed,      model::Status::Canceled,
+    model::Status::LocalProtection,
 };
 }  // namespace
 

@@ -232,6 +232,7 @@ private:
                                                                  {"ConnectionFailed", 6},
                                                                  {"Flushed", 7},
                                                                  {"Canceled", 8},
+                                                                 {"LocalProtection", 9},
                                                                  {"ECT0", 2},
                                                                  {"ECT1", 1},
                                                                  {"CE", 3},

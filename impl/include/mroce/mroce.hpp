@@ -70,6 +70,8 @@ enum class Status : uint8_t {
   Flushed,           // a receive discarded by a failed or closed connection, or a work request
                      // discarded by a close or abort
   Canceled,          // a receive whose matching message the sender abandoned [R-REL-9]
+  LocalProtection,   // a local buffer's region was deregistered under its work request or receive
+                     // [R-MEM-6]
 };
 const char* status_name(Status s) noexcept;
 
