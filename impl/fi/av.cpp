@@ -29,6 +29,7 @@ int av_insert(struct fid_av* fid, const void* addr, size_t count, fi_addr_t* fi_
       av->table.push_back(*a);
       ++inserted;
     }
+    ++av->generation;
     return inserted;
   });
 }
@@ -47,6 +48,7 @@ int av_remove(struct fid_av* fid, fi_addr_t* fi_addr, size_t count, uint64_t fla
     for (size_t i = 0; i < count; ++i)
       if (fi_addr[i] >= av->table.size() || !av->table[fi_addr[i]]) return -FI_EINVAL;
     for (size_t i = 0; i < count; ++i) av->table[fi_addr[i]].reset();
+    ++av->generation;
     return 0;
   });
 }

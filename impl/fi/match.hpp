@@ -47,6 +47,10 @@ struct Arrival {
   MessageInfo info;
   std::vector<uint8_t> payload;         // eager messages: all the bytes
   std::optional<RemoteMessage> remote;  // rendezvous: where the bytes are
+  // RDM: the Peer it came from. A message can arrive before the application inserts its sender
+  // into the AV (Open MPI inserts peers at their first use): its source is FI_ADDR_NOTAVAIL then and
+  // is looked up again once the AV changed, so a directed receive posted afterwards still takes it.
+  const void* sender = nullptr;
 };
 
 bool matches(const PostedRecv& r, const MessageInfo& m) noexcept;

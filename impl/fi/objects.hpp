@@ -103,7 +103,8 @@ struct AddressVector {
   enum fi_av_type type = FI_AV_MAP;
   std::mutex mutex;
   std::vector<std::optional<EndpointAddress>> table;  // fi_addr_t = index, for MAP and TABLE alike
-  std::atomic<int> bound_endpoints{0};                // fi_close refuses (-FI_EBUSY) while an endpoint uses it
+  uint64_t generation = 0;              // bumped by every insert and remove: sources found missing may be there now
+  std::atomic<int> bound_endpoints{0};  // fi_close refuses (-FI_EBUSY) while an endpoint uses it
 };
 
 // Object constructors (the fi_ops tables point at them).

@@ -101,6 +101,7 @@ struct RdmEndpoint {
   uint64_t caps = 0;
   uint64_t tx_op_flags = 0, rx_op_flags = 0;
   AddressVector* av = nullptr;
+  uint64_t av_generation_seen = 0;  // resolve_sources: the AV generation its last pass saw
   EventQueue* eq = nullptr;
   EndpointCqs cqs;
   bool enabled = false;
@@ -336,6 +337,7 @@ void peer_on_message(void* owner, Channel& c, const WireHeader& h, const uint8_t
       a.info.has_data = (h.flags & kHasData) != 0;
       a.info.data = h.data;
       a.info.source = source_of(p);
+      a.sender = p;
       if (h.type == WireType::Data) {
         a.info.length = len;
         a.payload.assign(payload, payload + len);
@@ -516,7 +518,7 @@ ssize_t post_send(RdmEndpoint* ep, const SendRequest& s) {
     RdmEndpoint* target = it->second;
     Peer* from = peer_of(target, ep->address);
     m.source = source_of(from);
-    deliver(target, Arrival{m, std::vector<uint8_t>(bytes, bytes + s.len), std::nullopt}, from);
+    deliver(target, Arrival{m, std::vector<uint8_t>(bytes, bytes + s.len), std::nullopt, from}, from);
     complete_send(ep, s.context, s.report, s.tagged, Status::Success);
     return 0;
   }
@@ -589,6 +591,21 @@ void report_found(RdmEndpoint* ep, const PostedRecv& r, const MessageInfo& m, si
   push_completion(ep->cqs.rx, c);
 }
 
+// Unexpected messages whose sender was not in the AV when they arrived: their source again, once per
+// change of the AV (a directed receive for a peer inserted since must find them).
+void resolve_sources(RdmEndpoint* ep) {
+  uint64_t generation;
+  {
+    std::lock_guard lock(ep->av->mutex);
+    generation = ep->av->generation;
+  }
+  if (generation == ep->av_generation_seen) return;
+  ep->av_generation_seen = generation;
+  for (Arrival& a : ep->match.unexpected())
+    if (a.info.source == FI_ADDR_NOTAVAIL && a.sender != nullptr)
+      a.info.source = source_of(static_cast<Peer*>(const_cast<void*>(a.sender)));
+}
+
 ssize_t post_recv(RdmEndpoint* ep, const RecvRequest& q) {
   if (q.buf == nullptr && q.len > 0) return -FI_EINVAL;
   if (q.tagged && (ep->caps & FI_TAGGED) == 0) return -FI_EOPNOTSUPP;
@@ -611,6 +628,7 @@ ssize_t post_recv(RdmEndpoint* ep, const RecvRequest& q) {
   }
   const bool peek = (q.flags & FI_PEEK) != 0, claim = (q.flags & FI_CLAIM) != 0;
   const bool discard = (q.flags & FI_DISCARD) != 0;
+  resolve_sources(ep);
   if (peek) {
     Arrival* a = ep->match.find_arrival(r);
     if (a == nullptr) {  // nothing (yet): an FI_ENOMSG error completion (fi_tagged(3))

@@ -254,6 +254,34 @@ TEST(RdmTagged, DirectedReceivesTakeOnlyTheirSource) {
   EXPECT_EQ(std::string(from2, e.len), "two");
 }
 
+// Open MPI inserts a peer into the AV at its first use, so a peer's message can arrive before its
+// sender is in the receiver's AV: it waits with source FI_ADDR_NOTAVAIL, and a receive directed at
+// the sender, posted once the sender is inserted, must still take it (with 4 ranks, MPI_Allreduce
+// hung or failed MPI_ERR_TRUNCATE before). Endpoint 1 is removed from rank 0's AV, sends, and is
+// inserted again under a new fi_addr.
+TEST(RdmTagged, AMessageFromASenderNotYetInTheAvWaitsForItsDirectedReceive) {
+  World w;
+  ASSERT_TRUE(w.ready()) << w.failed;
+  fi_addr_t old_addr = w.addr(0, 1);
+  ASSERT_EQ(fi_av_remove(w.rank[0].av, &old_addr, 1, 0), 0);
+  ASSERT_EQ(fi_tsend(w.ep(1), "early", 5, nullptr, w.addr(1, 0), 9, nullptr), 0);
+  fi_cq_tagged_entry e{};
+  ASSERT_EQ(read_cq(w.cq(1), &e), 1);  // delivered: it waits at rank 0, unexpected
+  char any[16] = {};
+  ASSERT_EQ(fi_trecv(w.ep(0), any, sizeof any, nullptr, FI_ADDR_UNSPEC, 10, 0, any), 0);  // another tag
+  fi_addr_t again = FI_ADDR_NOTAVAIL;
+  ASSERT_EQ(fi_av_insert(w.rank[0].av, w.names[1].data(), 1, &again, 0, nullptr), 1);
+  ASSERT_NE(again, old_addr);
+  char buf[16] = {};
+  ASSERT_EQ(fi_trecv(w.ep(0), buf, sizeof buf, nullptr, again, 9, 0, buf), 0);
+  fi_addr_t src = FI_ADDR_UNSPEC;
+  ASSERT_EQ(read_cq(w.cq(0), &e, &src), 1);
+  EXPECT_EQ(e.op_context, buf);
+  EXPECT_EQ(src, again);
+  EXPECT_EQ(std::string(buf, e.len), "early");
+  expect_empty(w.cq(0));
+}
+
 TEST(RdmTagged, MessageCallsAndTruncation) {
   World w;
   ASSERT_TRUE(w.ready()) << w.failed;

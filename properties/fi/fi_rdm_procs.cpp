@@ -1,15 +1,23 @@
-// fi.RdmCreditsMemif (rdm_credits.sh): two processes, RDM endpoints over memif. The sender posts
-// 1000 messages (1 B to 9000 B eager, every 100th 100 KiB by rendezvous) before the receiver posts
-// any receive; the receiver waits until all are posted, then takes them: each exactly once, in
-// order, byte-exact, nothing after the last. Between processes the receiver's engine has only its
-// 16 bounces per connection; without the provider's credits the burst would overrun them (RNR,
-// retries, lost or failed sends). The in-process memloop tests cannot show this.
-//   fi_rdm_credits sender|receiver DIR      (DIR: the memif socket and the exchanged addresses)
+// Two processes with RDM endpoints over memif (rdm_procs.sh), in two roles pairs:
+// - fi.RdmCreditsMemif, sender / receiver: the sender posts 1000 messages (1 B to 9000 B eager, every
+//   100th 100 KiB by rendezvous) before the receiver posts any receive; the receiver waits until all
+//   are posted, then takes them: each exactly once, in order, byte-exact, nothing after the last.
+//   Between processes the receiver's engine has only its 16 bounces per connection; without the
+//   provider's credits the burst would overrun them (RNR, retries, lost or failed sends). The
+//   in-process memloop tests cannot show this.
+// - fi.RdmDeadPeerMemif, survivor / victim: once the victim has taken one message, the script kills
+//   it (SIGKILL: no goodbye). Every send the survivor posts to it afterwards (eager, tagged,
+//   rendezvous, and one more after those failed: a new connection attempt) completes once with an
+//   error entry (fi_cq_readerr, FI_ECONNABORTED), none succeeds, none is refused at post time, and none
+//   hangs: issue #18, "a peer that dies gives error completions, not a hang".
+//   fi_rdm_procs sender|receiver|survivor|victim DIR      (DIR: the memif socket, the exchanged
+//   addresses and the scripts' marks)
 #include <rdma/fabric.h>
 #include <rdma/fi_cm.h>
 #include <rdma/fi_domain.h>
 #include <rdma/fi_endpoint.h>
 #include <rdma/fi_errno.h>
+#include <rdma/fi_tagged.h>
 
 #include <chrono>
 #include <cstdint>
@@ -28,7 +36,7 @@ constexpr int kMessages = 1000;
 constexpr size_t kLarge = 100 * 1024;
 
 [[noreturn]] void die(const char* what, long v) {
-  std::fprintf(stderr, "fi_rdm_credits: %s (%ld)\n", what, v);
+  std::fprintf(stderr, "fi_rdm_procs: %s (%ld)\n", what, v);
   std::exit(1);
 }
 
@@ -71,7 +79,7 @@ void check(int rc, const char* what) {
 Fab open_fabric() {
   Fab f;
   fi_info* hints = fi_allocinfo();
-  hints->caps = FI_MSG;
+  hints->caps = FI_MSG | FI_TAGGED;
   hints->ep_attr->type = FI_EP_RDM;
   hints->mode = FI_CONTEXT;
   hints->domain_attr->mr_mode = 0;  // buffers go with desc NULL, as Open MPI's
@@ -224,12 +232,86 @@ int receiver(const std::string& dir) {
   return 0;
 }
 
+int victim(const std::string& dir) {
+  Fab f = open_fabric();
+  exchange(f, dir, "victim", "survivor");
+  uint8_t hello[8] = {};
+  int ctx = 0;
+  check(static_cast<int>(fi_recv(f.ep, hello, sizeof hello, nullptr, f.peer, &ctx)), "fi_recv hello");
+  fi_cq_msg_entry e{};
+  for (auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30); !read_one(f, e);)
+    if (std::chrono::steady_clock::now() > until) die("no hello", 0);
+  put_file(dir + "/victim.ready", "1", 1);
+  std::this_thread::sleep_for(std::chrono::seconds(120));  // the script kills it here
+  die("not killed", 0);
+}
+
+int survivor(const std::string& dir) {
+  Fab f = open_fabric();
+  exchange(f, dir, "survivor", "victim");
+  fi_cq_msg_entry e{};
+  uint8_t hello[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+  int hello_ctx = 0;
+  for (ssize_t rc; (rc = fi_send(f.ep, hello, sizeof hello, nullptr, f.peer, &hello_ctx)) != 0;)
+    if (rc != -FI_EAGAIN) die("fi_send hello", rc);
+  for (auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30); !read_one(f, e);)
+    if (std::chrono::steady_clock::now() > until) die("hello not completed", 0);
+  wait_for(dir + "/victim.dead");
+  const auto t0 = std::chrono::steady_clock::now();
+  std::vector<uint8_t> small(1024, 0x5a), large(200 * 1024, 0xa5);
+  int ctx[7] = {};  // 0 posted, 2 ended (its error completion came)
+  int ended = 0;
+  // Takes one completion if there is one; every one must be an error entry, once per send.
+  auto take_one = [&] {
+    ssize_t n = fi_cq_read(f.cq, &e, 1);
+    if (n == 1) die("a send to a dead peer completed without an error", static_cast<long>(e.len));
+    if (n == -FI_EAGAIN) return;
+    if (n != -FI_EAVAIL) die("fi_cq_read", n);
+    fi_cq_err_entry err{};
+    if (fi_cq_readerr(f.cq, &err, 0) != 1) die("fi_cq_readerr", 0);
+    auto* c = static_cast<int*>(err.op_context);
+    if (c < ctx || c >= ctx + 7) die("foreign context", 0);
+    if (*c != 0) die("completed twice", c - ctx);
+    // ConnectionFailed [R-CONN-8] maps to FI_ECONNABORTED (fi_errno_of).
+    if (err.err != FI_ECONNABORTED) die(fi_strerror(err.err), c - ctx);
+    *c = 2;
+    ++ended;
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::printf("survivor: send %ld failed after %.2f s: %s\n", static_cast<long>(c - ctx), s, fi_strerror(err.err));
+  };
+  auto post = [&](int i) {
+    for (;;) {
+      ssize_t rc = i == 4   ? fi_send(f.ep, large.data(), large.size(), nullptr, f.peer, &ctx[i])
+                   : i == 5 ? fi_tsend(f.ep, small.data(), small.size(), nullptr, f.peer, 0x77, &ctx[i])
+                            : fi_send(f.ep, small.data(), small.size(), nullptr, f.peer, &ctx[i]);
+      if (rc == 0) return;
+      if (rc != -FI_EAGAIN) die("a send to a dead peer refused at post time", rc);
+      take_one();
+    }
+  };
+  auto reap_errors = [&](int want, int seconds) {
+    for (auto until = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+         ended < want && std::chrono::steady_clock::now() < until;)
+      take_one();
+    if (ended < want) die("sends to a dead peer never completed", ended);
+  };
+  for (int i = 0; i < 6; ++i) post(i);
+  reap_errors(6, 30);
+  post(6);  // after the connection failed: a new attempt, which must fail as well
+  reap_errors(7, 30);
+  std::printf("survivor: 7 sends to a dead peer, 7 error completions, none succeeded\n");
+  close_fabric(f);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 3) die("usage: fi_rdm_credits sender|receiver DIR", argc);
+  if (argc != 3) die("usage: fi_rdm_procs sender|receiver|survivor|victim DIR", argc);
   std::string role = argv[1];
   if (role == "sender") return sender(argv[2]);
   if (role == "receiver") return receiver(argv[2]);
-  die("role sender|receiver", 0);
+  if (role == "survivor") return survivor(argv[2]);
+  if (role == "victim") return victim(argv[2]);
+  die("role sender|receiver|survivor|victim", 0);
 }
