@@ -4,7 +4,8 @@
 # netns) and DIR. A TERM or INT (ctest's timeout) becomes an exit: bash skips the EXIT trap when a
 # signal kills it.
 fi_trap_cleanup() {
-  trap "kill \$(jobs -p) 2>/dev/null; wait 2>/dev/null; [ '$1' = netns ] && netns_down; rm -rf '$2'" EXIT
+  trap "kill \$(jobs -p) 2>/dev/null; wait 2>/dev/null; [ '$1' = netns ] && netns_down; rm -rf '$2' \
+    /tmp/mroce-ompi-\${MROCE_NETNS_PREFIX:-none}-*" EXIT
   trap 'exit 143' TERM
   trap 'exit 130' INT
 }

@@ -20,6 +20,7 @@ star_down() {
     ip netns pids "$ns" 2>/dev/null | xargs -r kill 2>/dev/null || true
     ip netns del "$ns" 2>/dev/null || true
   done
+  rm -rf /tmp/mroce-ompi-"$STAR_PREFIX"-*  # mpi/nsrsh's session directories
 }
 
 # star_up PREFIX N LOSS: exits 77 without root, 1 on a failed step (the caller's EXIT trap runs
