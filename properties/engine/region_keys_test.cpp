@@ -134,8 +134,7 @@ Outcome on_engine(Gone gone) {
       EXPECT_EQ(net.dev(0).post_read(net.conn[0], 0, 1, local, kDst, net.mr[1].rkey), Result::Ok);
       break;
     case Gone::ReadResponder:
-      EXPECT_EQ(net.dev(0).post_read(net.conn[0], 0, 1, Sge{kDst, kLen, net.mr[0].lkey}, kRegion, mr.rkey),
-                Result::Ok);
+      EXPECT_EQ(net.dev(0).post_read(net.conn[0], 0, 1, Sge{kDst, kLen, net.mr[0].lkey}, kRegion, mr.rkey), Result::Ok);
       break;
   }
   net.run(net.now() + 12);  // a round trip: part of the message has moved

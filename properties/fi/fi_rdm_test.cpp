@@ -572,6 +572,12 @@ TEST(RdmConnectOnFirstUse, NoSuchEndpointFailsTheSends) {
   ASSERT_EQ(fi_tsend(w.ep(0), "lost", 4, nullptr, ghost_addr, 0, &ctx[0]), 0);
   ASSERT_EQ(read_cq(w.cq(0), &e), -FI_EAVAIL);
   EXPECT_EQ(read_error(w.cq(0)).err, FI_ECONNREFUSED);
+  // A failed inject has no context and asked for no completion: it is logged, and no entry (an
+  // error entry with a null op_context crashes Open MPI's mtl ofi) reaches the CQ.
+  ASSERT_EQ(fi_tinject(w.ep(0), "lost", 4, ghost_addr, 0), 0);
+  ASSERT_EQ(fi_tsend(w.ep(0), "after", 5, nullptr, ghost_addr, 0, &ctx[1]), 0);
+  ASSERT_EQ(read_cq(w.cq(0), &e), -FI_EAVAIL);
+  EXPECT_EQ(read_error(w.cq(0)).op_context, &ctx[1]) << "the inject's failure reached the CQ";
   // The real endpoint is still reachable.
   char r[8] = {};
   ASSERT_EQ(fi_trecv(w.ep(1), r, 8, nullptr, FI_ADDR_UNSPEC, 0, 0, r), 0);
