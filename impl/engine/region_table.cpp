@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <bit>
-#include <utility>
 
 namespace mroce::engine {
 
